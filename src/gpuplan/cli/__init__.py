@@ -1,0 +1,28 @@
+"""The ``gpuplan`` command line: thin commands that parse, call the library and print.
+
+Heavy libraries (NumPy, Arrow) are imported inside the commands, so ``--help`` is instant.
+"""
+
+from __future__ import annotations
+
+import typer
+
+from gpuplan.cli.simulate import simulate
+
+app = typer.Typer(
+    name="gpuplan",
+    help="Evidence for running shared GPU clusters: simulate Slurm, Kubernetes and hybrid operating models.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+app.command(no_args_is_help=True)(simulate)
+
+
+@app.callback()
+def _root() -> None:
+    """Exit codes: 0 ok, 1 the simulation or a target failed, 2 bad input (the message names file, line, field)."""
+
+
+def main() -> None:
+    app()

@@ -1,0 +1,75 @@
+"""Result files in OUT/: summary.json, jobs.parquet and timeline.parquet (DESIGN.md "Results")."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from gpuplan.errors import InputError
+from gpuplan.sim.outcome import JOB_STATES, ModelRun
+
+
+def jobs_table(run: ModelRun) -> pa.Table:
+    """One row per job: ``model, job_id, team, submit_s, start_s, end_s, state, nodes, gpus, pool, node_list``."""
+    jobs, schedule = run.jobs, run.schedule
+    never_started = np.isnan(schedule.start_s)
+    rows = len(jobs)
+    return pa.table(
+        {
+            "model": pa.DictionaryArray.from_arrays(np.zeros(rows, np.int32), [run.model]),
+            "job_id": jobs.job_id,
+            "team": jobs.team.to_arrow(),
+            "submit_s": jobs.submit_s,
+            "start_s": pa.array(schedule.start_s, mask=never_started),
+            "end_s": pa.array(schedule.end_s, mask=never_started),
+            "state": pa.DictionaryArray.from_arrays(run.state.astype(np.int32), list(JOB_STATES)),
+            "nodes": jobs.nodes,
+            "gpus": jobs.gpus,
+            "pool": pa.DictionaryArray.from_arrays(np.zeros(rows, np.int32), [run.pool.name]),
+            "node_list": schedule.node_lists(),
+        }
+    )
+
+
+def timeline_table(run: ModelRun) -> pa.Table:
+    """Cluster state after each scheduling instant: busy GPUs, queued jobs, nodes up."""
+    timeline = run.schedule.timeline
+    rows = len(timeline.time_s)
+    return pa.table(
+        {
+            "model": pa.DictionaryArray.from_arrays(np.zeros(rows, np.int32), [run.model]),
+            "pool": pa.DictionaryArray.from_arrays(np.zeros(rows, np.int32), [run.pool.name]),
+            "time_s": timeline.time_s,
+            "busy_gpus": timeline.busy_gpus,
+            "queued_jobs": timeline.queued_jobs,
+            "nodes_up": np.full(rows, run.pool.nodes, dtype=np.int32),
+        }
+    )
+
+
+def prepare_out(out: Path) -> None:
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InputError(f"cannot create the output directory: {exc.strerror}", path=out, field="--out") from None
+
+
+def write_tables(out: Path, runs: list[ModelRun]) -> list[Path]:
+    """Write jobs.parquet and timeline.parquet for ``runs``; returns their paths."""
+    prepare_out(out)
+    paths = [out / "jobs.parquet", out / "timeline.parquet"]
+    pq.write_table(pa.concat_tables([jobs_table(run) for run in runs]), paths[0])
+    pq.write_table(pa.concat_tables([timeline_table(run) for run in runs]), paths[1])
+    return paths
+
+
+def write_summary(out: Path, summary: dict[str, Any]) -> Path:
+    prepare_out(out)
+    path = out / "summary.json"
+    path.write_text(json.dumps(summary, indent=2, allow_nan=False) + "\n")
+    return path

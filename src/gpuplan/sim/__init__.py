@@ -1,0 +1,1 @@
+"""Simulation: the event engine, cluster state, scheduling policies and the operating models."""

@@ -1,0 +1,23 @@
+"""Compiled batch engine (src/gpuplan/sim/_core). See engine.h for the semantics."""
+
+from collections.abc import Buffer
+
+def simulate(
+    policy: str,
+    total_nodes: int,
+    submit: Buffer,
+    run: Buffer,
+    estimate: Buffer,
+    nodes: Buffer,
+    gpus: Buffer,
+    job_id: Buffer,
+    start: Buffer,
+    range_first: Buffer,
+    range_count: Buffer,
+    tl_time: Buffer,
+    tl_busy_gpus: Buffer,
+    tl_queued: Buffer,
+    /,
+) -> tuple[int, bytes]: ...
+def hostlists(prefix: str, ranges: Buffer, range_first: Buffer, range_count: Buffer, /) -> tuple[bytes, bytes]: ...
+def policies() -> list[str]: ...

@@ -1,0 +1,104 @@
+/*
+ * gpuplan batch engine: the discrete-event core shared by the compiled scheduling policies.
+ *
+ * The engine knows time, events and cluster state only: jobs arrive (in queue order: submit time,
+ * then job id), start when a policy says so, and end. A policy is one function, called once per
+ * instant after the engine has applied all job ends and then all arrivals of that instant. It reads
+ * the queue and the running set through the functions below and starts jobs with gp_start_job().
+ *
+ * Nodes are whole units (exclusive allocation, Slurm's OverSubscribe=EXCLUSIVE): a job of N nodes
+ * takes the N lowest-numbered free nodes at once, all-or-nothing. Free nodes are a two-level bitmap,
+ * so a start or an end costs O(nodes of the job / 64 + nodes of the cluster / 4096).
+ */
+#ifndef GPUPLAN_ENGINE_H
+#define GPUPLAN_ENGINE_H
+
+#include <stdint.h>
+
+typedef struct Sim Sim;
+
+/* One scheduling pass at time `now`. */
+typedef void (*SchedulePass)(Sim *sim, double now);
+
+typedef struct {
+    const char *name;
+    SchedulePass pass;
+} PolicyEntry;
+
+/* Compiled policies, by name; the list ends with a {NULL, NULL} entry (policies.c). */
+extern const PolicyEntry GP_POLICIES[];
+
+struct Sim {
+    /* Jobs, indexed in queue order. Times in seconds. */
+    int32_t n_jobs;
+    const double *submit;
+    const double *run;      /* time the job occupies its nodes (already cut at its time limit) */
+    const double *estimate; /* what the scheduler believes: the time limit, else the run time */
+    const int32_t *nodes;
+    const int32_t *gpus; /* GPUs of the whole job, for the busy-GPU timeline */
+    const int64_t *job_id;
+
+    /* Results per job. Every job fits the cluster (the caller rejects the others). */
+    double *start;
+    int64_t *range_first; /* index of the job's first (first node, count) pair in `ranges` */
+    int32_t *range_count;
+    int32_t *ranges; /* growable array of (first node, node count) pairs */
+    int64_t ranges_len;
+    int64_t ranges_cap;
+
+    /* Cluster. */
+    int32_t total_nodes;
+    int32_t free_nodes;
+    int64_t busy_gpus;
+    uint64_t *free_bits;    /* bit set = node free */
+    uint64_t *free_summary; /* bit w set = free_bits[w] has a free node */
+    int32_t n_words;
+    int32_t n_summary;
+
+    /* Pending queue: a doubly linked list over job indices, kept in queue order. */
+    int32_t *q_next;
+    int32_t *q_prev;
+    int32_t q_head;
+    int32_t q_tail;
+    int32_t q_len;
+
+    /* End events: binary heap of running jobs by (actual end, index). */
+    int32_t *end_heap;
+    int32_t end_len;
+    double *end_time;
+
+    /* Running jobs by (estimated end, job id): an indexed binary heap, so an end removes its job
+     * in O(log R), and gp_walk_* visits jobs in that order without sorting the whole set. */
+    int32_t *est_heap;
+    int32_t *est_pos;
+    int32_t est_len;
+    double *est_end;
+    int32_t *walk_heap; /* scratch for gp_walk_* */
+    int32_t walk_len;
+
+    int out_of_memory;
+};
+
+int gp_sim_init(Sim *sim, int32_t n_jobs, int32_t total_nodes);
+void gp_sim_free(Sim *sim);
+
+/*
+ * Run to the end. At each instant: apply all job ends, then all arrivals, then one `pass`; then
+ * record (time, busy GPUs, queued jobs) in the timeline if it has room. Returns the number of
+ * timeline rows, or -1 when memory ran out.
+ */
+int64_t gp_run(Sim *sim, SchedulePass pass, double *tl_time, int64_t *tl_busy_gpus,
+               int32_t *tl_queued, int64_t tl_capacity);
+
+/* For policies: the queue, in order. -1 ends it. Read the next index before starting a job. */
+static inline int32_t gp_queue_head(const Sim *sim) { return sim->q_head; }
+static inline int32_t gp_queue_next(const Sim *sim, int32_t job) { return sim->q_next[job]; }
+
+/* Start a queued job now on the lowest-numbered free nodes; the caller checked it fits. */
+void gp_start_job(Sim *sim, int32_t job, double now);
+
+/* Walk running jobs in order of estimated end, then job id: begin, then next until -1. */
+void gp_walk_begin(Sim *sim);
+int32_t gp_walk_next(Sim *sim);
+
+#endif

@@ -1,0 +1,218 @@
+/* Python bindings of the batch engine: gpuplan.sim._batchcore. Arrays come in through the buffer
+ * protocol (NumPy arrays, C-contiguous, dtypes checked by size), so building needs no NumPy headers. */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "engine.h"
+
+typedef struct {
+    Py_buffer view;
+    const char *name;
+} Arg;
+
+static int check_len(Arg *arg, Py_ssize_t n, Py_ssize_t itemsize) {
+    if (arg->view.len != n * itemsize) {
+        PyErr_Format(PyExc_ValueError, "%s: expected %zd items of %zd bytes, got %zd bytes",
+                     arg->name, n, itemsize, arg->view.len);
+        return -1;
+    }
+    return 0;
+}
+
+static int check_jobs(Sim *sim) {
+    for (int32_t j = 0; j < sim->n_jobs; j++) {
+        if (!(sim->run[j] >= 0) || !(sim->estimate[j] >= 0) || !isfinite(sim->submit[j]) ||
+            !isfinite(sim->run[j]) || !isfinite(sim->estimate[j])) {
+            PyErr_Format(PyExc_ValueError, "job index %d: times must be finite and >= 0", j);
+            return -1;
+        }
+        if (j > 0 && sim->submit[j] < sim->submit[j - 1]) {
+            PyErr_Format(PyExc_ValueError, "job index %d: jobs must be sorted by submit time", j);
+            return -1;
+        }
+        if (sim->nodes[j] < 1 || sim->nodes[j] > sim->total_nodes || sim->gpus[j] < 0) {
+            PyErr_Format(PyExc_ValueError,
+                         "job index %d: nodes must be in 1..total_nodes and gpus >= 0", j);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+PyDoc_STRVAR(simulate_doc,
+             "simulate(policy, total_nodes, submit, run, estimate, nodes, gpus, job_id, start, "
+             "range_first, range_count, tl_time, tl_busy_gpus, tl_queued)\n"
+             "--\n\n"
+             "Run the batch engine with a compiled policy. Fills start, range_first, range_count and\n"
+             "the timeline; returns (timeline_rows, ranges_bytes).");
+
+static PyObject *simulate(PyObject *self, PyObject *args) {
+    const char *policy_name;
+    int total_nodes;
+    Arg a[12] = {{.name = "submit"},      {.name = "run"},         {.name = "estimate"},
+                 {.name = "nodes"},       {.name = "gpus"},        {.name = "job_id"},
+                 {.name = "start"},       {.name = "range_first"}, {.name = "range_count"},
+                 {.name = "tl_time"},     {.name = "tl_busy_gpus"}, {.name = "tl_queued"}};
+    if (!PyArg_ParseTuple(args, "siy*y*y*y*y*y*w*w*w*w*w*w*", &policy_name, &total_nodes,
+                          &a[0].view, &a[1].view, &a[2].view, &a[3].view, &a[4].view, &a[5].view,
+                          &a[6].view, &a[7].view, &a[8].view, &a[9].view, &a[10].view,
+                          &a[11].view))
+        return NULL;
+    PyObject *result = NULL;
+    Sim sim;
+    int sim_ready = 0;
+    SchedulePass pass = NULL;
+    for (const PolicyEntry *p = GP_POLICIES; p->name; p++)
+        if (strcmp(p->name, policy_name) == 0) pass = p->pass;
+    Py_ssize_t n = a[0].view.len / (Py_ssize_t)sizeof(double);
+    Py_ssize_t tl_cap = a[9].view.len / (Py_ssize_t)sizeof(double);
+    if (!pass) {
+        PyErr_Format(PyExc_ValueError, "unknown compiled policy %s", policy_name);
+        goto done;
+    }
+    if (total_nodes < 1 || n > INT32_MAX - 1) {
+        PyErr_SetString(PyExc_ValueError, "need total_nodes >= 1 and fewer than 2**31 jobs");
+        goto done;
+    }
+    const Py_ssize_t sizes[12] = {8, 8, 8, 4, 4, 8, 8, 8, 4};
+    for (int k = 0; k < 9; k++)
+        if (check_len(&a[k], n, sizes[k]) < 0) goto done;
+    if (check_len(&a[10], tl_cap, 8) < 0 || check_len(&a[11], tl_cap, 4) < 0) goto done;
+
+    if (gp_sim_init(&sim, (int32_t)n, total_nodes) < 0) {
+        gp_sim_free(&sim);
+        PyErr_NoMemory();
+        goto done;
+    }
+    sim_ready = 1;
+    sim.submit = a[0].view.buf;
+    sim.run = a[1].view.buf;
+    sim.estimate = a[2].view.buf;
+    sim.nodes = a[3].view.buf;
+    sim.gpus = a[4].view.buf;
+    sim.job_id = a[5].view.buf;
+    sim.start = a[6].view.buf;
+    sim.range_first = a[7].view.buf;
+    sim.range_count = a[8].view.buf;
+    if (check_jobs(&sim) < 0) goto done;
+
+    int64_t rows;
+    Py_BEGIN_ALLOW_THREADS
+    rows = gp_run(&sim, pass, a[9].view.buf, a[10].view.buf, a[11].view.buf, tl_cap);
+    Py_END_ALLOW_THREADS
+    if (rows < 0) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    PyObject *ranges = PyBytes_FromStringAndSize((const char *)sim.ranges,
+                                                 (Py_ssize_t)(sim.ranges_len * 2 * sizeof(int32_t)));
+    if (!ranges) goto done;
+    result = Py_BuildValue("LN", (long long)rows, ranges);
+done:
+    if (sim_ready) gp_sim_free(&sim);
+    for (int k = 0; k < 12; k++)
+        if (a[k].view.obj) PyBuffer_Release(&a[k].view);
+    return result;
+}
+
+PyDoc_STRVAR(hostlists_doc,
+             "hostlists(prefix, ranges, range_first, range_count) -> (offsets, data)\n"
+             "--\n\n"
+             "Slurm-style host lists (\"gpu[0-15,32]\", \"gpu7\", or \"\" for no node) for each job,\n"
+             "as the int64 offsets and UTF-8 bytes of an Arrow large_string array.");
+
+static PyObject *hostlists(PyObject *self, PyObject *args) {
+    const char *prefix;
+    Arg a[3] = {{.name = "ranges"}, {.name = "range_first"}, {.name = "range_count"}};
+    if (!PyArg_ParseTuple(args, "sy*y*y*", &prefix, &a[0].view, &a[1].view, &a[2].view))
+        return NULL;
+    PyObject *result = NULL;
+    char *data = NULL;
+    Py_ssize_t n = a[1].view.len / 8, n_ranges = a[0].view.len / 8;
+    PyObject *offsets = NULL;
+    if (check_len(&a[2], n, 4) < 0) goto done;
+    const int32_t *ranges = a[0].view.buf, *count = a[2].view.buf;
+    const int64_t *first = a[1].view.buf;
+    size_t prefix_len = strlen(prefix), cap = 64, len = 0;
+    data = PyMem_Malloc(cap);
+    offsets = PyBytes_FromStringAndSize(NULL, (n + 1) * 8);
+    if (!data || !offsets) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    int64_t *off = (int64_t *)PyBytes_AS_STRING(offsets);
+    off[0] = 0;
+    for (Py_ssize_t j = 0; j < n; j++) {
+        if (count[j] > 0 && (first[j] < 0 || first[j] + count[j] > n_ranges)) {
+            PyErr_Format(PyExc_ValueError, "job %zd: ranges out of bounds", j);
+            goto done;
+        }
+        /* worst case: prefix, brackets, and per range two 10-digit numbers, '-' and ',' */
+        size_t need = len + prefix_len + 2 + (size_t)count[j] * 24;
+        if (need > cap) {
+            while (cap < need) cap *= 2;
+            char *grown = PyMem_Realloc(data, cap);
+            if (!grown) {
+                PyErr_NoMemory();
+                goto done;
+            }
+            data = grown;
+        }
+        if (count[j] > 0) {
+            const int32_t *r = ranges + 2 * first[j];
+            memcpy(data + len, prefix, prefix_len);
+            len += prefix_len;
+            int bracket = count[j] > 1 || r[1] > 1;
+            if (bracket) data[len++] = '[';
+            for (int32_t k = 0; k < count[j]; k++) {
+                if (k) data[len++] = ',';
+                if (r[2 * k + 1] == 1)
+                    len += (size_t)sprintf(data + len, "%d", r[2 * k]);
+                else
+                    len += (size_t)sprintf(data + len, "%d-%d", r[2 * k], r[2 * k] + r[2 * k + 1] - 1);
+            }
+            if (bracket) data[len++] = ']';
+        }
+        off[j + 1] = (int64_t)len;
+    }
+    PyObject *bytes = PyBytes_FromStringAndSize(data, (Py_ssize_t)len);
+    if (bytes) result = Py_BuildValue("ON", offsets, bytes);
+done:
+    Py_XDECREF(offsets);
+    PyMem_Free(data);
+    for (int k = 0; k < 3; k++)
+        if (a[k].view.obj) PyBuffer_Release(&a[k].view);
+    return result;
+}
+
+static PyObject *policies(PyObject *self, PyObject *unused) {
+    PyObject *names = PyList_New(0);
+    if (!names) return NULL;
+    for (const PolicyEntry *p = GP_POLICIES; p->name; p++) {
+        PyObject *name = PyUnicode_FromString(p->name);
+        if (!name || PyList_Append(names, name) < 0) {
+            Py_XDECREF(name);
+            Py_DECREF(names);
+            return NULL;
+        }
+        Py_DECREF(name);
+    }
+    return names;
+}
+
+static PyMethodDef methods[] = {
+    {"simulate", simulate, METH_VARARGS, simulate_doc},
+    {"hostlists", hostlists, METH_VARARGS, hostlists_doc},
+    {"policies", policies, METH_NOARGS, "policies() -> names of the compiled scheduling passes"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "_batchcore", "Compiled discrete-event batch engine of gpuplan.", -1, methods,
+};
+
+PyMODINIT_FUNC PyInit__batchcore(void) { return PyModule_Create(&module); }

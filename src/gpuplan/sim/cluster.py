@@ -1,0 +1,26 @@
+"""Cluster description the engine schedules onto: pools of identical GPU nodes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Pool:
+    """Identical nodes scheduled together (a Slurm partition's node set, an OKE node pool).
+
+    Nodes are named ``{node_prefix}{index}`` and written as Slurm host lists (``node[0-15]``).
+    """
+
+    name: str
+    nodes: int
+    gpus_per_node: int
+    node_prefix: str = "node"
+
+    def __post_init__(self) -> None:
+        if self.nodes < 1 or self.gpus_per_node < 1:
+            raise ValueError(f"pool {self.name!r}: needs at least one node and one GPU per node")
+
+    @property
+    def gpus(self) -> int:
+        return self.nodes * self.gpus_per_node

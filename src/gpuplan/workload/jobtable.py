@@ -1,0 +1,157 @@
+"""The normalised job table every trace reader and workload generator produces.
+
+One NumPy array per field (the simulation's hot loops read these directly); text fields are
+dictionary-encoded (integer codes into a tuple of labels), which is also how they go to Arrow.
+Times are seconds from the start of the trace. Fields follow DESIGN.md:
+``job_id, user, team, submit_s, duration_s, time_limit_s, nodes, gpus_per_node, cpus_per_node,
+mem_per_node, partition, qos, kind, state``, plus ``source_line`` for error messages.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, fields
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import numpy.typing as npt
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+Float64 = npt.NDArray[np.float64]
+Int64 = npt.NDArray[np.int64]
+Int32 = npt.NDArray[np.int32]
+Bool = npt.NDArray[np.bool_]
+
+
+@dataclass(frozen=True)
+class Labels:
+    """A dictionary-encoded text column: ``labels[codes[i]]`` is row i's value."""
+
+    codes: Int32
+    labels: tuple[str, ...]
+
+    @classmethod
+    def constant(cls, value: str, rows: int) -> Labels:
+        return cls(np.zeros(rows, dtype=np.int32), (value,))
+
+    @classmethod
+    def from_keys(cls, keys: npt.NDArray[Any], name_of: Any) -> Labels:
+        """Encode integer keys (e.g. SWF user numbers); ``name_of(key)`` gives each distinct label."""
+        distinct, codes = np.unique(keys, return_inverse=True)
+        index: dict[str, int] = {}  # several keys may share a label
+        remap = np.array([index.setdefault(name_of(int(k)), len(index)) for k in distinct], dtype=np.int32)
+        return cls(remap[codes.reshape(-1)] if len(distinct) else codes.astype(np.int32), tuple(index))
+
+    def __len__(self) -> int:
+        return len(self.codes)
+
+    def values(self) -> list[str]:
+        return [self.labels[c] for c in self.codes.tolist()]
+
+    def take(self, rows: npt.NDArray[Any]) -> Labels:
+        return Labels(self.codes[rows], self.labels)
+
+    def to_arrow(self) -> pa.DictionaryArray:
+        import pyarrow as pa
+
+        return pa.DictionaryArray.from_arrays(pa.array(self.codes), pa.array(self.labels, pa.string()))
+
+
+@dataclass(frozen=True)
+class JobTable:
+    """Jobs as columns. ``time_limit_s`` and ``mem_per_node`` are NaN where unknown;
+    ``cpus_per_node`` is 0 where unknown. A job's GPUs are ``nodes * gpus_per_node``."""
+
+    job_id: Int64
+    user: Labels
+    team: Labels
+    submit_s: Float64
+    duration_s: Float64
+    time_limit_s: Float64
+    nodes: Int32
+    gpus_per_node: Int32
+    cpus_per_node: Int32
+    mem_per_node: Float64  # MB
+    partition: Labels
+    qos: Labels
+    kind: Labels
+    state: Labels  # final state recorded in the trace
+    source_line: Int64  # line of the input file each job came from (0 when generated)
+
+    def __post_init__(self) -> None:
+        rows = {f.name: len(getattr(self, f.name)) for f in fields(self)}
+        if len(set(rows.values())) > 1:
+            raise ValueError(f"job table columns differ in length: {rows}")
+
+    def __len__(self) -> int:
+        return len(self.job_id)
+
+    @property
+    def gpus(self) -> Int64:
+        return self.nodes.astype(np.int64) * self.gpus_per_node
+
+    def take(self, rows: npt.NDArray[Any]) -> JobTable:
+        """The jobs at ``rows`` (an index or boolean array), in that order."""
+        taken: dict[str, Any] = {}
+        for f in fields(self):
+            column = getattr(self, f.name)
+            taken[f.name] = column.take(rows) if isinstance(column, Labels) else column[rows]
+        return JobTable(**taken)
+
+    def queue_order(self) -> Int64:
+        """Indices ordering jobs by submit time, then job id (FCFS queue order); stable for ties."""
+        return np.lexsort((self.job_id, self.submit_s)).astype(np.int64)
+
+    def to_arrow(self) -> pa.Table:
+        import pyarrow as pa
+
+        columns: dict[str, Any] = {}
+        for f in fields(self):
+            column = getattr(self, f.name)
+            columns[f.name] = column.to_arrow() if isinstance(column, Labels) else pa.array(column)
+        return pa.table(columns)
+
+    @classmethod
+    def build(
+        cls,
+        *,
+        job_id: Sequence[int] | Int64,
+        submit_s: Sequence[float] | Float64,
+        duration_s: Sequence[float] | Float64,
+        nodes: Sequence[int] | Int32,
+        gpus_per_node: Sequence[int] | Int32 | int = 1,
+        time_limit_s: Sequence[float] | Float64 | None = None,
+        team: Sequence[str] | None = None,
+        user: Sequence[str] | None = None,
+        kind: str = "batch",
+    ) -> JobTable:
+        """A table from plain sequences, for generators and tests; unknown fields get defaults."""
+        ids = np.asarray(job_id, dtype=np.int64)
+        rows = len(ids)
+
+        def text(values: Sequence[str] | None, default: str) -> Labels:
+            if values is None:
+                return Labels.constant(default, rows)
+            labels, codes = np.unique(np.asarray(values, dtype=object), return_inverse=True)
+            return Labels(codes.astype(np.int32), tuple(str(v) for v in labels))
+
+        limits = np.full(rows, np.nan) if time_limit_s is None else np.asarray(time_limit_s, np.float64)
+        return cls(
+            job_id=ids,
+            user=text(user, "unknown"),
+            team=text(team, "unknown"),
+            submit_s=np.asarray(submit_s, dtype=np.float64),
+            duration_s=np.asarray(duration_s, dtype=np.float64),
+            time_limit_s=limits,
+            nodes=np.asarray(nodes, dtype=np.int32),
+            gpus_per_node=np.broadcast_to(np.asarray(gpus_per_node, dtype=np.int32), (rows,)).copy(),
+            cpus_per_node=np.zeros(rows, dtype=np.int32),
+            mem_per_node=np.full(rows, np.nan),
+            partition=Labels.constant("", rows),
+            qos=Labels.constant("", rows),
+            kind=Labels.constant(kind, rows),
+            state=Labels.constant("completed", rows),
+            source_line=np.zeros(rows, dtype=np.int64),
+        )

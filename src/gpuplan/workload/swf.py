@@ -1,0 +1,212 @@
+"""Reader for the Standard Workload Format (SWF) of the Parallel Workloads Archive.
+
+Format: https://www.cs.huji.ac.il/labs/parallel/workload/swf.html. Each data line has 18
+whitespace-separated fields (``-1`` = unknown); header lines start with ``;`` (``; MaxProcs: 256``).
+Fields after the 18th are ignored, so extended variants such as Alea's (node lists, queue names)
+read too. ``.swf.gz`` is decompressed on the fly.
+
+Mapping to the job table (each processor is one GPU; ``gpus_per_node`` groups them into nodes):
+processors = field 8 (requested processors) if > 0, else field 5 (allocated processors); a job of
+P processors asks ceil(P / G) whole nodes with ceil(P / nodes) GPUs each. Run time is field 4,
+the time limit field 9 (requested time) when > 0. A job with run time < 0 or processors <= 0 is
+skipped and counted. Team is the group (field 13) when known, else the user (field 12).
+"""
+
+from __future__ import annotations
+
+import gzip
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+
+from gpuplan.errors import InputError
+from gpuplan.workload.jobtable import JobTable, Labels
+
+SWF_FIELDS = (
+    "job number",
+    "submit time",
+    "wait time",
+    "run time",
+    "allocated processors",
+    "average CPU time",
+    "used memory",
+    "requested processors",
+    "requested time",
+    "requested memory",
+    "status",
+    "user id",
+    "group id",
+    "executable number",
+    "queue number",
+    "partition number",
+    "preceding job number",
+    "think time",
+)
+N_FIELDS = len(SWF_FIELDS)
+(JOB, SUBMIT, _WAIT, RUN, ALLOC_PROCS, _CPU, _USED_MEM, REQ_PROCS, REQ_TIME, REQ_MEM, STATUS, USER, GROUP) = (
+    range(13)
+)
+QUEUE, PARTITION = 14, 15
+
+# SWF status codes (field 11).
+_STATUS = {0: "failed", 1: "completed", 2: "partial", 3: "partial", 4: "partial", 5: "cancelled"}
+_HEADER = re.compile(r"^\s*;\s*(\w+)\s*:\s*(.*?)\s*$")
+
+
+def field_name(index: int) -> str:
+    """``field 4 (run time)`` for a 0-based field index."""
+    return f"field {index + 1} ({SWF_FIELDS[index]})"
+
+
+@dataclass(frozen=True)
+class SwfTrace:
+    """A read SWF file: the jobs and what the reader learnt and dropped on the way."""
+
+    path: Path
+    jobs: JobTable
+    header: dict[str, str]
+    max_procs: int | None
+    max_nodes: int | None
+    skipped_invalid: int  # run time < 0 or processors <= 0
+    bad_lines: int  # malformed lines skipped with skip_bad_lines
+
+
+def _open_text(path: Path) -> list[str]:
+    try:
+        raw = gzip.open(path, "rb").read() if path.name.endswith(".gz") else path.read_bytes()
+    except FileNotFoundError:
+        raise InputError("no such file", path=path) from None
+    except (OSError, EOFError) as exc:
+        raise InputError(f"cannot read: {exc}", path=path) from None
+    # SWF is ASCII; latin-1 never fails, so odd bytes surface as bad numbers on their own line.
+    return raw.decode("latin-1").splitlines()
+
+
+def _header_int(header: dict[str, str], key: str, path: Path) -> int | None:
+    if key not in header:
+        return None
+    try:
+        value = int(float(header[key]))
+    except ValueError:
+        raise InputError(f"expected a number, got {header[key]!r}", path=path, field=key) from None
+    return value if value > 0 else None
+
+
+def _is_data(line: str) -> bool:
+    stripped = line.lstrip()
+    return bool(stripped) and not stripped.startswith(";")
+
+
+def _parse_slowly(lines: list[str], path: Path, skip_bad_lines: bool) -> tuple[npt.NDArray[np.float64], list[int], int]:
+    """Line by line, to name the first bad line and field, or to skip and count bad lines."""
+    rows: list[list[float]] = []
+    line_numbers: list[int] = []
+    bad = 0
+    for number, line in enumerate(lines, start=1):
+        if not _is_data(line):
+            continue
+        tokens = line.split(";", 1)[0].split()
+        try:
+            values = []
+            for index, token in enumerate(tokens[:N_FIELDS]):
+                try:
+                    values.append(float(token))
+                except ValueError:
+                    raise InputError(
+                        f"expected a number, got {token!r}", path=path, line=number, field=field_name(index)
+                    ) from None
+            if len(tokens) < N_FIELDS:
+                raise InputError(
+                    f"expected {N_FIELDS} fields, found {len(tokens)}",
+                    path=path,
+                    line=number,
+                    field=field_name(len(tokens)),
+                )
+        except InputError:
+            if not skip_bad_lines:
+                raise
+            bad += 1
+            continue
+        rows.append(values)
+        line_numbers.append(number)
+    table = np.array(rows, dtype=np.float64).reshape(-1, N_FIELDS)
+    return table, line_numbers, bad
+
+
+def read_swf(path: Path | str, *, gpus_per_node: int = 1, skip_bad_lines: bool = False) -> SwfTrace:
+    """Read an SWF (or ``.swf.gz``) file into a job table.
+
+    Raises InputError naming the file, line and field of the first malformed line, unless
+    ``skip_bad_lines``, which skips and counts malformed lines instead.
+    """
+    path = Path(path)
+    if gpus_per_node < 1:
+        raise InputError("must be at least 1", field="--gpus-per-node")
+    lines = _open_text(path)
+    header: dict[str, str] = {}
+    for line in lines:
+        if _is_data(line):
+            break
+        match = _HEADER.match(line)
+        if match:
+            header[match.group(1)] = match.group(2)
+
+    bad_lines = 0
+    try:
+        table = np.loadtxt(lines, comments=";", usecols=range(N_FIELDS), ndmin=2, dtype=np.float64)
+        first_data = next((i for i, line in enumerate(lines) if _is_data(line)), len(lines))
+        if len(lines) - first_data == len(table):  # all non-data lines at the top: the common case
+            line_of = np.arange(first_data + 1, len(lines) + 1, dtype=np.int64)
+        else:
+            line_of = np.array([i for i, line in enumerate(lines, 1) if _is_data(line)], dtype=np.int64)
+    except ValueError:
+        table, numbers, bad_lines = _parse_slowly(lines, path, skip_bad_lines)
+        line_of = np.array(numbers, dtype=np.int64)
+    # loadtxt returns a (1, 0) array for an empty file
+    table = table.reshape(-1, N_FIELDS)
+
+    processors = np.where(table[:, REQ_PROCS] > 0, table[:, REQ_PROCS], table[:, ALLOC_PROCS])
+    valid = (table[:, RUN] >= 0) & (processors > 0)
+    table, processors, line_of = table[valid], processors[valid], line_of[valid]
+
+    processors_int = np.ceil(processors).astype(np.int64)
+    nodes = -(-processors_int // gpus_per_node)
+    per_node = -(-processors_int // nodes)
+    requested_mem_kb = table[:, REQ_MEM]  # per processor
+    users = table[:, USER].astype(np.int64)
+    groups = table[:, GROUP].astype(np.int64)
+    # team: "g<group>" when the group is known, else "u<user>", else "unknown"
+    team_keys = np.where(groups >= 0, groups, np.where(users >= 0, -2 - users, -1))
+
+    def team_name(key: int) -> str:
+        return f"g{key}" if key >= 0 else ("unknown" if key == -1 else f"u{-2 - key}")
+
+    jobs = JobTable(
+        job_id=table[:, JOB].astype(np.int64),
+        user=Labels.from_keys(users, lambda u: f"u{u}" if u >= 0 else "unknown"),
+        team=Labels.from_keys(team_keys, team_name),
+        submit_s=table[:, SUBMIT].copy(),
+        duration_s=table[:, RUN].copy(),
+        time_limit_s=np.where(table[:, REQ_TIME] > 0, table[:, REQ_TIME], np.nan),
+        nodes=nodes.astype(np.int32),
+        gpus_per_node=per_node.astype(np.int32),
+        cpus_per_node=np.zeros(len(table), dtype=np.int32),
+        mem_per_node=np.where(requested_mem_kb > 0, requested_mem_kb * per_node / 1024.0, np.nan),
+        partition=Labels.from_keys(table[:, PARTITION].astype(np.int64), lambda p: str(p) if p >= 0 else ""),
+        qos=Labels.from_keys(table[:, QUEUE].astype(np.int64), lambda q: str(q) if q >= 0 else ""),
+        kind=Labels.constant("batch", len(table)),
+        state=Labels.from_keys(table[:, STATUS].astype(np.int64), lambda s: _STATUS.get(s, "unknown")),
+        source_line=line_of,
+    )
+    return SwfTrace(
+        path=path,
+        jobs=jobs,
+        header=header,
+        max_procs=_header_int(header, "MaxProcs", path),
+        max_nodes=_header_int(header, "MaxNodes", path),
+        skipped_invalid=int((~valid).sum()),
+        bad_lines=bad_lines,
+    )

@@ -1,0 +1,66 @@
+"""Small builders for test workloads: ``workload().job(submit=0, run=10, nodes=2)...``."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from gpuplan.sim.cluster import Pool
+from gpuplan.sim.outcome import ModelRun
+from gpuplan.sim.slurm import SlurmSettings, simulate_slurm
+from gpuplan.workload.jobtable import JobTable
+
+
+@dataclass
+class Workload:
+    ids: list[int] = field(default_factory=list)
+    submit: list[float] = field(default_factory=list)
+    run: list[float] = field(default_factory=list)
+    nodes: list[int] = field(default_factory=list)
+    limit: list[float] = field(default_factory=list)
+    teams: list[str] = field(default_factory=list)
+
+    def job(
+        self,
+        *,
+        submit: float,
+        run: float,
+        nodes: int = 1,
+        limit: float | None = None,
+        job_id: int | None = None,
+        team: str = "a",
+    ) -> Workload:
+        self.ids.append(len(self.ids) + 1 if job_id is None else job_id)
+        self.submit.append(submit)
+        self.run.append(run)
+        self.nodes.append(nodes)
+        self.limit.append(math.nan if limit is None else limit)
+        self.teams.append(team)
+        return self
+
+    def table(self) -> JobTable:
+        return JobTable.build(
+            job_id=self.ids,
+            submit_s=self.submit,
+            duration_s=self.run,
+            nodes=self.nodes,
+            time_limit_s=self.limit,
+            team=self.teams,
+        )
+
+    def simulate(self, total_nodes: int, backfill: str, gpus_per_node: int = 1) -> ModelRun:
+        return simulate_slurm(self.table(), Pool("batch", total_nodes, gpus_per_node), SlurmSettings(backfill))
+
+    def starts(self, total_nodes: int, backfill: str) -> dict[int, float | None]:
+        """Start time by job id (None: never started)."""
+        run = self.simulate(total_nodes, backfill)
+        return {
+            int(job_id): None if np.isnan(start) else float(start)
+            for job_id, start in zip(run.jobs.job_id, run.schedule.start_s, strict=True)
+        }
+
+
+def workload() -> Workload:
+    return Workload()

@@ -1,0 +1,159 @@
+"""FIFO and EASY schedules: hand-computed cases, properties, and agreement with the reference."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from builders import Workload, workload
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from reference import reference_schedule
+
+from gpuplan.sim.outcome import JOB_STATES
+
+# Each case: (workload, cluster nodes, expected start by job id for none, for easy).
+CASES = {
+    "a blocked head blocks FIFO but EASY backfills a short job behind it": (
+        workload().job(submit=0, run=10, nodes=3).job(submit=1, run=5, nodes=2).job(submit=2, run=1, nodes=1),
+        4,
+        {1: 0, 2: 10, 3: 10},
+        {1: 0, 2: 10, 3: 2},
+    ),
+    "a long job may backfill only into the extra nodes, which it uses up": (
+        # A holds 4 of 8 nodes until 10; head B needs 7: shadow 10, extra 1. C (long) takes the extra
+        # node; D (long) then finds extra 0 and waits; E ends by the shadow time and backfills.
+        workload()
+        .job(submit=0, run=10, nodes=4)
+        .job(submit=1, run=5, nodes=7)
+        .job(submit=1, run=100, nodes=1)
+        .job(submit=1, run=100, nodes=1)
+        .job(submit=1, run=5, nodes=1),
+        8,
+        {1: 0, 2: 10, 3: 10, 4: 15, 5: 15},
+        {1: 0, 2: 10, 3: 1, 4: 15, 5: 1},
+    ),
+    "backfill uses the time limit as the estimate, not the run time": (
+        # Head B needs all 4 nodes: shadow 10, extra 0. C runs 3 s but asks 50 s, so by its estimate
+        # it would end after the shadow time and may not backfill.
+        workload()
+        .job(submit=0, run=10, nodes=3, limit=10)
+        .job(submit=1, run=5, nodes=4, limit=5)
+        .job(submit=2, run=3, nodes=1, limit=50),
+        4,
+        {1: 0, 2: 10, 3: 15},
+        {1: 0, 2: 10, 3: 15},
+    ),
+    "running jobs ending together are taken by job id for the shadow time": (
+        # Y (id 1, 2 nodes) and X (id 2, 4 nodes) both end at 10. Head H needs 6 with 4 free: taking
+        # Y first gives enough, so extra = 0 and the long job L may not backfill.
+        workload()
+        .job(submit=0, run=10, nodes=4, job_id=2)
+        .job(submit=0, run=10, nodes=2, job_id=1)
+        .job(submit=1, run=5, nodes=6, job_id=3)
+        .job(submit=1, run=100, nodes=2, job_id=4),
+        10,
+        {1: 0, 2: 0, 3: 10, 4: 10},
+        {1: 0, 2: 0, 3: 10, 4: 10},
+    ),
+    "the queue is ordered by submit time, then job id": (
+        workload().job(submit=0, run=10, nodes=2, job_id=7).job(submit=5, run=1, nodes=2, job_id=9)
+        .job(submit=5, run=1, nodes=2, job_id=8),
+        2,
+        {7: 0, 8: 10, 9: 11},
+        {7: 0, 8: 10, 9: 11},
+    ),
+    "a zero-length job frees its nodes at the instant it starts": (
+        workload().job(submit=0, run=0, nodes=2).job(submit=0, run=4, nodes=2),
+        2,
+        {1: 0, 2: 0},
+        {1: 0, 2: 0},
+    ),
+    "a job larger than the cluster is rejected and blocks nobody": (
+        workload().job(submit=0, run=10, nodes=5).job(submit=1, run=1, nodes=1),
+        4,
+        {1: None, 2: 1},
+        {1: None, 2: 1},
+    ),
+}
+
+
+@pytest.mark.parametrize("backfill", ["none", "easy"])
+@pytest.mark.parametrize("case", list(CASES), ids=list(CASES))
+def test_hand_computed_schedules(case: str, backfill: str) -> None:
+    jobs, total_nodes, expected_none, expected_easy = CASES[case]
+    expected = expected_none if backfill == "none" else expected_easy
+    assert jobs.starts(total_nodes, backfill) == expected
+
+
+def test_a_job_over_its_time_limit_is_killed_at_the_limit() -> None:
+    run = workload().job(submit=0, run=100, limit=50).job(submit=0, run=20, limit=50).simulate(1, "easy")
+    assert run.schedule.end_s.tolist() == [50.0, 70.0]
+    assert [JOB_STATES[s] for s in run.state] == ["killed_at_limit", "completed"]
+
+
+def test_jobs_take_the_lowest_numbered_free_nodes() -> None:
+    run = workload().job(submit=0, run=10, nodes=2).job(submit=0, run=5, nodes=3).job(
+        submit=6, run=1, nodes=4
+    ).simulate(8, "none")
+    assert run.schedule.node_lists().to_pylist() == ["node[0-1]", "node[2-4]", "node[2-5]"]
+
+
+@st.composite
+def workloads(draw: st.DrawFn) -> tuple[Workload, int]:
+    total_nodes = draw(st.integers(1, 8))
+    jobs = workload()
+    for _ in range(draw(st.integers(1, 25))):
+        run = draw(st.integers(0, 40))
+        limit = draw(st.one_of(st.none(), st.integers(1, 60)))
+        jobs.job(
+            submit=draw(st.integers(0, 60)),
+            run=run,
+            nodes=draw(st.integers(1, total_nodes + 1)),  # sometimes too large: rejected
+            limit=limit,
+            job_id=draw(st.integers(0, 10**6)),
+            team=draw(st.sampled_from("abc")),
+        )
+    return jobs, total_nodes
+
+
+@settings(max_examples=300, deadline=None)
+@given(workloads(), st.sampled_from(["none", "easy"]))
+def test_schedule_properties_and_reference(case: tuple[Workload, int], backfill: str) -> None:
+    jobs, total_nodes = case
+    run = jobs.simulate(total_nodes, backfill)
+    table = run.jobs
+    start, end = run.schedule.start_s, run.schedule.end_s
+    started = ~np.isnan(start)
+
+    assert (start[started] >= table.submit_s[started]).all(), "a job started before its submit time"
+    assert (started == (table.nodes <= total_nodes)).all(), "every job that fits runs; no other does"
+
+    # No over-allocation at any instant: ends at an instant free nodes before starts use them.
+    for t in np.unique(start[started]):
+        running = started & (start <= t) & (end > t)
+        assert table.nodes[running].sum() <= total_nodes
+
+    # Busy GPU-seconds from the timeline equal the jobs' GPUs x run time.
+    timeline = run.schedule.timeline
+    busy = float((timeline.busy_gpus[:-1] * np.diff(timeline.time_s)).sum())
+    assert timeline.busy_gpus[-1:].sum() == 0, "the cluster ends idle"
+    assert busy == float((table.gpus * run.run_s)[started].sum())
+
+    # The compiled engine agrees with the straightforward reference, job by job.
+    estimate = np.where(table.time_limit_s > 0, table.time_limit_s, table.duration_s)
+    expected, reservations = reference_schedule(
+        table.submit_s.tolist(),
+        run.run_s.tolist(),
+        estimate.tolist(),
+        table.nodes.tolist(),
+        table.job_id.tolist(),
+        total_nodes,
+        backfill,
+    )
+    assert [None if math.isnan(s) else s for s in start.tolist()] == expected
+
+    # EASY: the head never starts later than any reservation it was given.
+    for job, shadows in reservations.items():
+        assert start[job] <= min(shadows)
