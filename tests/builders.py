@@ -51,7 +51,9 @@ class Workload:
         )
 
     def simulate(self, total_nodes: int, backfill: str, gpus_per_node: int = 1) -> ModelRun:
-        return simulate_slurm(self.table(), Pool("batch", total_nodes, gpus_per_node), SlurmSettings(backfill))
+        return simulate_slurm(
+            self.table(), Pool("batch", total_nodes, gpus_per_node), SlurmSettings(backfill)
+        )
 
     def starts(self, total_nodes: int, backfill: str) -> dict[int, float | None]:
         """Start time by job id (None: never started)."""

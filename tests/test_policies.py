@@ -6,12 +6,13 @@ import math
 
 import numpy as np
 import pytest
-from builders import Workload, workload
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from reference import reference_schedule
 
 from gpuplan.sim.outcome import JOB_STATES
+
+from builders import Workload, workload
+from reference import reference_schedule
 
 # Each case: (workload, cluster nodes, expected start by job id for none, for easy).
 CASES = {
@@ -58,7 +59,9 @@ CASES = {
         {1: 0, 2: 0, 3: 10, 4: 10},
     ),
     "the queue is ordered by submit time, then job id": (
-        workload().job(submit=0, run=10, nodes=2, job_id=7).job(submit=5, run=1, nodes=2, job_id=9)
+        workload()
+        .job(submit=0, run=10, nodes=2, job_id=7)
+        .job(submit=5, run=1, nodes=2, job_id=9)
         .job(submit=5, run=1, nodes=2, job_id=8),
         2,
         {7: 0, 8: 10, 9: 11},
@@ -94,9 +97,13 @@ def test_a_job_over_its_time_limit_is_killed_at_the_limit() -> None:
 
 
 def test_jobs_take_the_lowest_numbered_free_nodes() -> None:
-    run = workload().job(submit=0, run=10, nodes=2).job(submit=0, run=5, nodes=3).job(
-        submit=6, run=1, nodes=4
-    ).simulate(8, "none")
+    run = (
+        workload()
+        .job(submit=0, run=10, nodes=2)
+        .job(submit=0, run=5, nodes=3)
+        .job(submit=6, run=1, nodes=4)
+        .simulate(8, "none")
+    )
     assert run.schedule.node_lists().to_pylist() == ["node[0-1]", "node[2-4]", "node[2-5]"]
 
 

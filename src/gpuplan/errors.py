@@ -13,7 +13,12 @@ class InputError(GpuplanError):
     """Bad input: the message names the file, the line (1-based) and the field when they are known."""
 
     def __init__(
-        self, message: str, *, path: Path | str | None = None, line: int | None = None, field: str | None = None
+        self,
+        message: str,
+        *,
+        path: Path | str | None = None,
+        line: int | None = None,
+        field: str | None = None,
     ) -> None:
         self.message = message
         self.path = None if path is None else str(path)

@@ -74,9 +74,10 @@ def cluster_nodes(trace: SwfTrace, nodes: int | None, gpus_per_node: int) -> tup
 def _rejection_warning(trace: SwfTrace, run: ModelRun) -> str:
     rejected = np.flatnonzero(run.schedule.rejected)
     first = rejected[np.argmin(run.jobs.source_line[rejected])]
+    where = f"{trace.path}:{run.jobs.source_line[first]}"
     return (
         f"{len(rejected)} job(s) ask more than the cluster's {run.pool.nodes} nodes x "
-        f"{run.pool.gpus_per_node} GPUs and were rejected; first: {trace.path}:{run.jobs.source_line[first]}: "
+        f"{run.pool.gpus_per_node} GPUs and were rejected; first: {where}: "
         f"{field_name(7)} (or field 5 when unset): {run.jobs.gpus[first]} processors"
     )
 
@@ -89,7 +90,9 @@ def simulate(request: SimulateRequest) -> SimulateResult:
             f"unsupported input format (supported: {', '.join(SWF_SUFFIXES)})", path=request.input
         )
     began = time.perf_counter()
-    trace = read_swf(request.input, gpus_per_node=request.gpus_per_node, skip_bad_lines=request.skip_bad_lines)
+    trace = read_swf(
+        request.input, gpus_per_node=request.gpus_per_node, skip_bad_lines=request.skip_bad_lines
+    )
     nodes, capacity_source = cluster_nodes(trace, request.nodes, request.gpus_per_node)
     pool = Pool("batch", nodes, request.gpus_per_node)
     read_s = time.perf_counter() - began

@@ -21,7 +21,7 @@ app.command(no_args_is_help=True)(simulate)
 
 @app.callback()
 def _root() -> None:
-    """Exit codes: 0 ok, 1 the simulation or a target failed, 2 bad input (the message names file, line, field)."""
+    """Exit codes: 0 ok, 1 the simulation or a target failed, 2 bad input (file, line and field named)."""
 
 
 def main() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
-from enum import Enum
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -13,17 +13,19 @@ from rich.console import Console
 from rich.table import Table
 
 
-class Backfill(str, Enum):
+class Backfill(StrEnum):
     none = "none"
     easy = "easy"
 
 
-class Model(str, Enum):
+class Model(StrEnum):
     slurm = "slurm"
 
 
 def simulate(
-    input: Annotated[Path, typer.Argument(help="Trace to simulate: Standard Workload Format (.swf, .swf.gz).")],
+    input: Annotated[
+        Path, typer.Argument(help="Trace to simulate: Standard Workload Format (.swf, .swf.gz).")
+    ],
     model: Annotated[Model, typer.Option(help="Operating model.")] = Model.slurm,
     backfill: Annotated[
         Backfill, typer.Option(help="Slurm backfill mode: none (strict FIFO) or easy (EASY backfilling).")
@@ -35,9 +37,9 @@ def simulate(
     gpus_per_node: Annotated[
         int, typer.Option(help="GPUs per node; SWF processors are GPUs grouped into nodes.", min=1)
     ] = 1,
-    out: Annotated[Path, typer.Option(help="Directory for summary.json, jobs.parquet, timeline.parquet.")] = Path(
-        "gpuplan-out"
-    ),
+    out: Annotated[
+        Path, typer.Option(help="Directory for summary.json, jobs.parquet, timeline.parquet.")
+    ] = Path("gpuplan-out"),
     json_output: Annotated[
         bool, typer.Option("--json", help="Print the model's summary as JSON on stdout.")
     ] = False,
@@ -85,7 +87,9 @@ def _seconds(value: float | None) -> str:
 def print_summary(console: Console, summary: dict[str, Any], files: list[Path]) -> None:
     jobs, wait = summary["jobs"], summary["wait_s"]
     cluster = summary["cluster"]
-    table = Table(title=f"{summary['model']} ({', '.join(f'{k}={v}' for k, v in summary['settings'].items())})")
+    table = Table(
+        title=f"{summary['model']} ({', '.join(f'{k}={v}' for k, v in summary['settings'].items())})"
+    )
     table.add_column("figure")
     table.add_column("value", justify="right")
     table.add_row("cluster", f"{cluster['nodes']} nodes x {cluster['gpus_per_node']} GPUs")

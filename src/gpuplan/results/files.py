@@ -15,7 +15,7 @@ from gpuplan.sim.outcome import JOB_STATES, ModelRun
 
 
 def jobs_table(run: ModelRun) -> pa.Table:
-    """One row per job: ``model, job_id, team, submit_s, start_s, end_s, state, nodes, gpus, pool, node_list``."""
+    """One row per job: model, job_id, team, submit_s, start_s, end_s, state, nodes, gpus, pool, node_list."""
     jobs, schedule = run.jobs, run.schedule
     never_started = np.isnan(schedule.start_s)
     rows = len(jobs)
@@ -56,7 +56,9 @@ def prepare_out(out: Path) -> None:
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise InputError(f"cannot create the output directory: {exc.strerror}", path=out, field="--out") from None
+        raise InputError(
+            f"cannot create the output directory: {exc.strerror}", path=out, field="--out"
+        ) from None
 
 
 def write_tables(out: Path, runs: list[ModelRun]) -> list[Path]:

@@ -1,6 +1,10 @@
 """Compiled batch engine (src/gpuplan/sim/_core). See engine.h for the semantics."""
 
-from collections.abc import Buffer
+from typing import Any
+
+from numpy.typing import NDArray
+
+Buffer = NDArray[Any] | bytes
 
 def simulate(
     policy: str,
@@ -19,5 +23,7 @@ def simulate(
     tl_queued: Buffer,
     /,
 ) -> tuple[int, bytes]: ...
-def hostlists(prefix: str, ranges: Buffer, range_first: Buffer, range_count: Buffer, /) -> tuple[bytes, bytes]: ...
+def hostlists(
+    prefix: str, ranges: Buffer, range_first: Buffer, range_count: Buffer, /
+) -> tuple[bytes, bytes]: ...
 def policies() -> list[str]: ...

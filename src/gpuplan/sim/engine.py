@@ -67,7 +67,9 @@ class BatchSchedule:
         """Each job's nodes as a Slurm host list (``node[0-3,8]``); null for jobs that never ran."""
         import pyarrow as pa
 
-        offsets, data = _batchcore.hostlists(self.node_prefix, self._ranges, self._range_first, self._range_count)
+        offsets, data = _batchcore.hostlists(
+            self.node_prefix, self._ranges, self._range_first, self._range_count
+        )
         started = ~np.isnan(self.start_s)
         return pa.LargeStringArray.from_buffers(
             len(self.start_s),

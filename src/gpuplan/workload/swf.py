@@ -76,7 +76,11 @@ class SwfTrace:
 
 def _open_text(path: Path) -> list[str]:
     try:
-        raw = gzip.open(path, "rb").read() if path.name.endswith(".gz") else path.read_bytes()
+        if path.name.endswith(".gz"):
+            with gzip.open(path, "rb") as compressed:
+                raw = compressed.read()
+        else:
+            raw = path.read_bytes()
     except FileNotFoundError:
         raise InputError("no such file", path=path) from None
     except (OSError, EOFError) as exc:
@@ -100,7 +104,9 @@ def _is_data(line: str) -> bool:
     return bool(stripped) and not stripped.startswith(";")
 
 
-def _parse_slowly(lines: list[str], path: Path, skip_bad_lines: bool) -> tuple[npt.NDArray[np.float64], list[int], int]:
+def _parse_slowly(
+    lines: list[str], path: Path, skip_bad_lines: bool
+) -> tuple[npt.NDArray[np.float64], list[int], int]:
     """Line by line, to name the first bad line and field, or to skip and count bad lines."""
     rows: list[list[float]] = []
     line_numbers: list[int] = []
@@ -155,9 +161,11 @@ def read_swf(path: Path | str, *, gpus_per_node: int = 1, skip_bad_lines: bool =
             header[match.group(1)] = match.group(2)
 
     bad_lines = 0
+    first_data = next((i for i, line in enumerate(lines) if _is_data(line)), len(lines))
     try:
+        if first_data == len(lines):
+            raise ValueError("no data lines")
         table = np.loadtxt(lines, comments=";", usecols=range(N_FIELDS), ndmin=2, dtype=np.float64)
-        first_data = next((i for i, line in enumerate(lines) if _is_data(line)), len(lines))
         if len(lines) - first_data == len(table):  # all non-data lines at the top: the common case
             line_of = np.arange(first_data + 1, len(lines) + 1, dtype=np.int64)
         else:
@@ -165,8 +173,6 @@ def read_swf(path: Path | str, *, gpus_per_node: int = 1, skip_bad_lines: bool =
     except ValueError:
         table, numbers, bad_lines = _parse_slowly(lines, path, skip_bad_lines)
         line_of = np.array(numbers, dtype=np.int64)
-    # loadtxt returns a (1, 0) array for an empty file
-    table = table.reshape(-1, N_FIELDS)
 
     processors = np.where(table[:, REQ_PROCS] > 0, table[:, REQ_PROCS], table[:, ALLOC_PROCS])
     valid = (table[:, RUN] >= 0) & (processors > 0)

@@ -25,8 +25,9 @@ int gp_sim_init(Sim *sim, int32_t n_jobs, int32_t total_nodes) {
     sim->n_summary = (sim->n_words + 63) / 64;
     sim->free_bits = xcalloc(sim, (size_t)sim->n_words, sizeof(uint64_t));
     sim->free_summary = xcalloc(sim, (size_t)sim->n_summary, sizeof(uint64_t));
-    sim->q_next = xcalloc(sim, (size_t)n_jobs, sizeof(int32_t));
-    sim->q_prev = xcalloc(sim, (size_t)n_jobs, sizeof(int32_t));
+    sim->q_job = xcalloc(sim, (size_t)n_jobs, sizeof(int32_t));
+    sim->q_nodes = xcalloc(sim, (size_t)n_jobs, sizeof(int32_t));
+    sim->q_estimate = xcalloc(sim, (size_t)n_jobs, sizeof(double));
     sim->end_heap = xcalloc(sim, (size_t)total_nodes, sizeof(int32_t));
     sim->end_time = xcalloc(sim, (size_t)n_jobs, sizeof(double));
     sim->est_heap = xcalloc(sim, (size_t)total_nodes, sizeof(int32_t));
@@ -41,15 +42,15 @@ int gp_sim_init(Sim *sim, int32_t n_jobs, int32_t total_nodes) {
         sim->free_bits[w] = bits >= 64 ? ~UINT64_C(0) : ((UINT64_C(1) << bits) - 1);
         sim->free_summary[w >> 6] |= UINT64_C(1) << (w & 63);
     }
-    sim->q_head = sim->q_tail = -1;
     return 0;
 }
 
 void gp_sim_free(Sim *sim) {
     PyMem_RawFree(sim->free_bits);
     PyMem_RawFree(sim->free_summary);
-    PyMem_RawFree(sim->q_next);
-    PyMem_RawFree(sim->q_prev);
+    PyMem_RawFree(sim->q_job);
+    PyMem_RawFree(sim->q_nodes);
+    PyMem_RawFree(sim->q_estimate);
     PyMem_RawFree(sim->end_heap);
     PyMem_RawFree(sim->end_time);
     PyMem_RawFree(sim->est_heap);
@@ -254,26 +255,35 @@ static void release_nodes(Sim *sim, int32_t job) {
 
 /* ---- queue and job life cycle ------------------------------------------------------------ */
 
+/* Queue slots are taken in arrival order; every job arrives once, so n_jobs slots suffice. */
 static void queue_append(Sim *sim, int32_t job) {
-    sim->q_prev[job] = sim->q_tail;
-    sim->q_next[job] = -1;
-    if (sim->q_tail >= 0) sim->q_next[sim->q_tail] = job;
-    else sim->q_head = job;
-    sim->q_tail = job;
+    sim->q_job[sim->q_count] = job;
+    sim->q_nodes[sim->q_count] = sim->nodes[job];
+    sim->q_estimate[sim->q_count] = sim->estimate[job];
+    sim->q_count++;
     sim->q_len++;
 }
 
-static void queue_remove(Sim *sim, int32_t job) {
-    int32_t prev = sim->q_prev[job], next = sim->q_next[job];
-    if (prev >= 0) sim->q_next[prev] = next;
-    else sim->q_head = next;
-    if (next >= 0) sim->q_prev[next] = prev;
-    else sim->q_tail = prev;
-    sim->q_len--;
+/* Close the holes left by started jobs, keeping queue order. */
+static void queue_compact(Sim *sim) {
+    int32_t kept = 0;
+    for (int32_t s = sim->q_first; s < sim->q_count; s++) {
+        if (sim->q_nodes[s] == GP_GONE) continue;
+        sim->q_job[kept] = sim->q_job[s];
+        sim->q_nodes[kept] = sim->q_nodes[s];
+        sim->q_estimate[kept] = sim->q_estimate[s];
+        kept++;
+    }
+    sim->q_first = 0;
+    sim->q_count = kept;
+    sim->q_holes = 0;
 }
 
-void gp_start_job(Sim *sim, int32_t job, double now) {
-    queue_remove(sim, job);
+void gp_start_slot(Sim *sim, int32_t slot, double now) {
+    int32_t job = sim->q_job[slot];
+    sim->q_nodes[slot] = GP_GONE;
+    sim->q_len--;
+    sim->q_holes++;
     sim->start[job] = now;
     sim->free_nodes -= sim->nodes[job];
     sim->busy_gpus += sim->gpus[job];
@@ -313,6 +323,7 @@ int64_t gp_run(Sim *sim, SchedulePass pass, double *tl_time, int64_t *tl_busy_gp
         /* 3. one scheduling pass */
         pass(sim, now);
         if (sim->out_of_memory) return -1;
+        if (sim->q_holes > 64 && sim->q_holes > sim->q_len) queue_compact(sim);
         if (rows < tl_capacity) {
             tl_time[rows] = now;
             tl_busy_gpus[rows] = sim->busy_gpus;

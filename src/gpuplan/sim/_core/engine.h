@@ -4,7 +4,7 @@
  * The engine knows time, events and cluster state only: jobs arrive (in queue order: submit time,
  * then job id), start when a policy says so, and end. A policy is one function, called once per
  * instant after the engine has applied all job ends and then all arrivals of that instant. It reads
- * the queue and the running set through the functions below and starts jobs with gp_start_job().
+ * the queue and the running set through the functions below and starts jobs with gp_start_slot().
  *
  * Nodes are whole units (exclusive allocation, Slurm's OverSubscribe=EXCLUSIVE): a job of N nodes
  * takes the N lowest-numbered free nodes at once, all-or-nothing. Free nodes are a two-level bitmap,
@@ -24,6 +24,10 @@ typedef struct {
     const char *name;
     SchedulePass pass;
 } PolicyEntry;
+
+/* q_nodes value of a queue slot whose job has started: larger than any free count, so a
+ * "does it fit" test skips it with no extra branch. */
+#define GP_GONE INT32_MAX
 
 /* Compiled policies, by name; the list ends with a {NULL, NULL} entry (policies.c). */
 extern const PolicyEntry GP_POLICIES[];
@@ -55,12 +59,16 @@ struct Sim {
     int32_t n_words;
     int32_t n_summary;
 
-    /* Pending queue: a doubly linked list over job indices, kept in queue order. */
-    int32_t *q_next;
-    int32_t *q_prev;
-    int32_t q_head;
-    int32_t q_tail;
-    int32_t q_len;
+    /* Pending queue: slots [q_first, q_count) in queue order, as parallel arrays, so a backfill
+     * scan reads memory in sequence. A started job leaves a hole (q_nodes == GP_GONE); the engine
+     * closes the holes after a pass once they outnumber the queued jobs. */
+    int32_t *q_job;
+    int32_t *q_nodes;
+    double *q_estimate;
+    int32_t q_first;
+    int32_t q_count;
+    int32_t q_len;   /* queued jobs */
+    int32_t q_holes; /* holes in [q_first, q_count) */
 
     /* End events: binary heap of running jobs by (actual end, index). */
     int32_t *end_heap;
@@ -90,12 +98,21 @@ void gp_sim_free(Sim *sim);
 int64_t gp_run(Sim *sim, SchedulePass pass, double *tl_time, int64_t *tl_busy_gpus,
                int32_t *tl_queued, int64_t tl_capacity);
 
-/* For policies: the queue, in order. -1 ends it. Read the next index before starting a job. */
-static inline int32_t gp_queue_head(const Sim *sim) { return sim->q_head; }
-static inline int32_t gp_queue_next(const Sim *sim, int32_t job) { return sim->q_next[job]; }
+/* For policies: queue slots in order are gp_queue_first(sim) .. sim->q_count - 1; slot s holds
+ * job sim->q_job[s] asking sim->q_nodes[s] nodes for sim->q_estimate[s] seconds, or a hole
+ * (q_nodes[s] == GP_GONE). The first slot is the
+ * head, or q_count when the queue is empty. */
+static inline int32_t gp_queue_first(Sim *sim) {
+    while (sim->q_first < sim->q_count && sim->q_nodes[sim->q_first] == GP_GONE) {
+        sim->q_first++;
+        sim->q_holes--;
+    }
+    return sim->q_first;
+}
 
-/* Start a queued job now on the lowest-numbered free nodes; the caller checked it fits. */
-void gp_start_job(Sim *sim, int32_t job, double now);
+/* Start the job in queue slot `slot` now, on the lowest-numbered free nodes; the caller checked
+ * that it fits. */
+void gp_start_slot(Sim *sim, int32_t slot, double now);
 
 /* Walk running jobs in order of estimated end, then job id: begin, then next until -1. */
 void gp_walk_begin(Sim *sim);

@@ -65,12 +65,12 @@ static PyObject *simulate(PyObject *self, PyObject *args) {
     PyObject *result = NULL;
     Sim sim;
     int sim_ready = 0;
-    SchedulePass pass = NULL;
+    const PolicyEntry *policy = NULL;
     for (const PolicyEntry *p = GP_POLICIES; p->name; p++)
-        if (strcmp(p->name, policy_name) == 0) pass = p->pass;
+        if (strcmp(p->name, policy_name) == 0) policy = p;
     Py_ssize_t n = a[0].view.len / (Py_ssize_t)sizeof(double);
     Py_ssize_t tl_cap = a[9].view.len / (Py_ssize_t)sizeof(double);
-    if (!pass) {
+    if (!policy) {
         PyErr_Format(PyExc_ValueError, "unknown compiled policy %s", policy_name);
         goto done;
     }
@@ -102,7 +102,7 @@ static PyObject *simulate(PyObject *self, PyObject *args) {
 
     int64_t rows;
     Py_BEGIN_ALLOW_THREADS
-    rows = gp_run(&sim, pass, a[9].view.buf, a[10].view.buf, a[11].view.buf, tl_cap);
+    rows = gp_run(&sim, policy->pass, a[9].view.buf, a[10].view.buf, a[11].view.buf, tl_cap);
     Py_END_ALLOW_THREADS
     if (rows < 0) {
         PyErr_NoMemory();

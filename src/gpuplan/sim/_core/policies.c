@@ -15,17 +15,17 @@
 #include "engine.h"
 
 static void fifo_pass(Sim *sim, double now) {
-    int32_t job;
-    while ((job = gp_queue_head(sim)) >= 0 && sim->nodes[job] <= sim->free_nodes)
-        gp_start_job(sim, job, now);
+    int32_t head;
+    while ((head = gp_queue_first(sim)) < sim->q_count && sim->q_nodes[head] <= sim->free_nodes)
+        gp_start_slot(sim, head, now);
 }
 
 static void easy_pass(Sim *sim, double now) {
     fifo_pass(sim, now);
-    int32_t head = gp_queue_head(sim);
-    if (head < 0 || sim->free_nodes == 0) return;
+    int32_t head = gp_queue_first(sim);
+    if (head == sim->q_count || sim->free_nodes == 0) return;
 
-    int32_t need = sim->nodes[head];
+    int32_t need = sim->q_nodes[head];
     int32_t free_then = sim->free_nodes;
     double shadow = now;
     gp_walk_begin(sim);
@@ -35,17 +35,22 @@ static void easy_pass(Sim *sim, double now) {
     }
     int32_t extra = free_then - need;
 
-    int32_t next;
-    for (int32_t job = gp_queue_next(sim, head); job >= 0 && sim->free_nodes > 0; job = next) {
-        next = gp_queue_next(sim, job);
-        int32_t nodes = sim->nodes[job];
-        if (nodes > sim->free_nodes) continue;
-        if (now + sim->estimate[job] <= shadow) {
-            gp_start_job(sim, job, now);
+    /* Backfill. Holes ask GP_GONE nodes, so the fit test skips them. */
+    const int32_t *slot_nodes = sim->q_nodes;
+    const double *slot_estimate = sim->q_estimate;
+    int32_t free_now = sim->free_nodes, slots = sim->q_count;
+    for (int32_t slot = head + 1; slot < slots && free_now > 0; slot++) {
+        int32_t nodes = slot_nodes[slot];
+        if (nodes > free_now) continue;
+        if (now + slot_estimate[slot] <= shadow) {
+            gp_start_slot(sim, slot, now);
         } else if (nodes <= extra) {
             extra -= nodes;
-            gp_start_job(sim, job, now);
+            gp_start_slot(sim, slot, now);
+        } else {
+            continue;
         }
+        free_now = sim->free_nodes;
     }
 }
 

@@ -1,0 +1,57 @@
+"""The compiled engine against the straightforward reference on real traces.
+
+Runs on the bundled slice always, and on every SWF trace in ../shared/traces/swf when present."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from gpuplan.sim.cluster import Pool
+from gpuplan.sim.slurm import SlurmSettings, simulate_slurm
+from gpuplan.simulate import cluster_nodes
+from gpuplan.workload.swf import read_swf
+
+from reference import reference_schedule
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = ROOT.parent / "shared" / "traces" / "swf"
+TRACES = [ROOT / "examples" / "lublin_256_first2000.swf.gz"]
+TRACES += sorted(SHARED.glob("*.*swf.gz")) if SHARED.is_dir() else []
+
+
+def check_against_reference(path: Path, backfill: str) -> None:
+    trace = read_swf(path)
+    nodes, _ = cluster_nodes(trace, None, 1)
+    run = simulate_slurm(trace.jobs, Pool("batch", nodes, 1), SlurmSettings(backfill))
+    jobs = run.jobs
+    estimate = np.where(jobs.time_limit_s > 0, jobs.time_limit_s, jobs.duration_s)
+    expected, _ = reference_schedule(
+        jobs.submit_s.tolist(),
+        run.run_s.tolist(),
+        estimate.tolist(),
+        jobs.nodes.tolist(),
+        jobs.job_id.tolist(),
+        nodes,
+        backfill,
+    )
+    got = [None if math.isnan(s) else s for s in run.schedule.start_s.tolist()]
+    mismatches = [i for i, (a, b) in enumerate(zip(got, expected, strict=True)) if a != b]
+    assert not mismatches, f"{len(mismatches)} jobs differ, first job id {jobs.job_id[mismatches[0]]}"
+
+
+@pytest.mark.parametrize("backfill", ["none", "easy"])
+@pytest.mark.parametrize("path", TRACES, ids=[p.name for p in TRACES])
+def test_start_times_equal_the_reference(path: Path, backfill: str) -> None:
+    check_against_reference(path, backfill)
+
+
+def test_shared_traces_are_present() -> None:
+    if not SHARED.is_dir():
+        pytest.skip(
+            f"{SHARED} is absent (a fresh clone has no ../shared): only the bundled slice was checked"
+        )
+    assert len(TRACES) > 1
