@@ -100,6 +100,27 @@ class JobTable:
             taken[f.name] = column.take(rows) if isinstance(column, Labels) else column[rows]
         return JobTable(**taken)
 
+    @classmethod
+    def concat(cls, tables: Sequence[JobTable]) -> JobTable:
+        """Rows of all ``tables`` in order; text columns get a shared dictionary."""
+        columns: dict[str, Any] = {}
+        for f in fields(cls):
+            parts = [getattr(t, f.name) for t in tables]
+            if isinstance(parts[0], Labels):
+                index: dict[str, int] = {}
+                codes = [
+                    np.array([index.setdefault(label, len(index)) for label in part.labels], np.int32)[
+                        part.codes
+                    ]
+                    if len(part.labels)
+                    else part.codes
+                    for part in parts
+                ]
+                columns[f.name] = Labels(np.concatenate(codes).astype(np.int32), tuple(index))
+            else:
+                columns[f.name] = np.concatenate(parts)
+        return cls(**columns)
+
     def queue_order(self) -> Int64:
         """Indices ordering jobs by submit time, then job id (FCFS queue order); stable for ties."""
         return np.lexsort((self.job_id, self.submit_s)).astype(np.int64)
