@@ -33,7 +33,7 @@ def write(tmp_path: Path, text: str, name: str = "t.swf") -> Path:
 def test_fields_map_to_the_job_table(tmp_path: Path) -> None:
     trace = read_swf(write(tmp_path, HEADER + "\n".join(LINES) + "\n"))
     jobs = trace.jobs
-    assert (trace.max_nodes, trace.max_procs) == (64, 128)
+    assert (trace.capacity_gpus, trace.capacity_source) == (128, "header MaxProcs")
     assert jobs.job_id.tolist() == [1, 2]
     assert jobs.nodes.tolist() == [8, 6]  # requested processors, else allocated
     assert jobs.submit_s.tolist() == [0.0, 10.0]
@@ -58,7 +58,7 @@ def test_gzip_and_extra_fields_are_read(tmp_path: Path) -> None:
     text = LINES[0] + " {12,12,12} q_1d 1:ppn=8\n" + LINES[1] + "\n"
     trace = read_swf(write(tmp_path, text, "t.swf.gz"))
     assert trace.jobs.job_id.tolist() == [1, 2]
-    assert trace.max_procs is None
+    assert trace.capacity_gpus is None
 
 
 @pytest.mark.parametrize(

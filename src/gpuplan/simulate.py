@@ -17,7 +17,8 @@ from gpuplan.sim.cluster import Pool
 from gpuplan.sim.outcome import ModelRun
 from gpuplan.sim.registry import Registry
 from gpuplan.sim.slurm import SlurmSettings, simulate_slurm
-from gpuplan.workload.swf import SwfTrace, field_name, read_swf
+from gpuplan.workload.swf import field_name, read_swf
+from gpuplan.workload.trace import Trace
 
 MODELS = Registry[str]("--model")
 MODELS.register("slurm", "Slurm (OCI HPC Stack)")  # kubernetes and hybrid come with their issues
@@ -49,29 +50,28 @@ class SimulateResult:
         return {"model": name, **body}
 
 
-def cluster_nodes(trace: SwfTrace, nodes: int | None, gpus_per_node: int) -> tuple[int, str]:
-    """Nodes of the simulated pool and where the figure came from. Capacity in processors is
-    ``nodes x gpus_per_node`` when given, else the header's MaxProcs, else MaxNodes, else the
-    largest job."""
+def cluster_nodes(trace: Trace, nodes: int | None, gpus_per_node: int) -> tuple[int, str]:
+    """Nodes of the simulated pool and where the figure came from: ``nodes`` when given, else the
+    traced cluster's size (SWF: MaxProcs, else MaxNodes) / ``gpus_per_node``, else the largest job."""
     if nodes is not None:
         if nodes < 1:
             raise InputError("must be at least 1", field="--nodes")
         return nodes, "--nodes"
-    for key, value in (("MaxProcs", trace.max_procs), ("MaxNodes", trace.max_nodes)):
-        if value is not None:
-            if value < gpus_per_node:
-                raise InputError(
-                    f"header {key} {value} is less than one node of {gpus_per_node} GPUs",
-                    path=trace.path,
-                    field="--gpus-per-node",
-                )
-            return value // gpus_per_node, f"header {key}"
+    if trace.capacity_gpus is not None:
+        if trace.capacity_gpus < gpus_per_node:
+            raise InputError(
+                f"the traced cluster ({trace.capacity_source}: {trace.capacity_gpus}) is smaller "
+                f"than one node of {gpus_per_node} GPUs",
+                path=trace.path,
+                field="--gpus-per-node",
+            )
+        return trace.capacity_gpus // gpus_per_node, trace.capacity_source
     if len(trace.jobs) == 0:
-        raise InputError("no jobs, no MaxProcs or MaxNodes header: give the cluster size", field="--nodes")
+        raise InputError("no jobs and no cluster size in the trace: give --nodes", path=trace.path)
     return int(trace.jobs.nodes.max()), "largest job"
 
 
-def _rejection_warning(trace: SwfTrace, run: ModelRun) -> str:
+def _rejection_warning(trace: Trace, run: ModelRun) -> str:
     rejected = np.flatnonzero(run.schedule.rejected)
     first = rejected[np.argmin(run.jobs.source_line[rejected])]
     where = f"{trace.path}:{run.jobs.source_line[first]}"

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import gzip
 import re
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -24,6 +23,7 @@ import numpy.typing as npt
 
 from gpuplan.errors import InputError
 from gpuplan.workload.jobtable import JobTable, Labels
+from gpuplan.workload.trace import Trace
 
 SWF_FIELDS = (
     "job number",
@@ -59,19 +59,6 @@ _HEADER = re.compile(r"^\s*;\s*(\w+)\s*:\s*(.*?)\s*$")
 def field_name(index: int) -> str:
     """``field 4 (run time)`` for a 0-based field index."""
     return f"field {index + 1} ({SWF_FIELDS[index]})"
-
-
-@dataclass(frozen=True)
-class SwfTrace:
-    """A read SWF file: the jobs and what the reader learnt and dropped on the way."""
-
-    path: Path
-    jobs: JobTable
-    header: dict[str, str]
-    max_procs: int | None
-    max_nodes: int | None
-    skipped_invalid: int  # run time < 0 or processors <= 0
-    bad_lines: int  # malformed lines skipped with skip_bad_lines
 
 
 def _open_text(path: Path) -> list[str]:
@@ -142,7 +129,7 @@ def _parse_slowly(
     return table, line_numbers, bad
 
 
-def read_swf(path: Path | str, *, gpus_per_node: int = 1, skip_bad_lines: bool = False) -> SwfTrace:
+def read_swf(path: Path | str, *, gpus_per_node: int = 1, skip_bad_lines: bool = False) -> Trace:
     """Read an SWF (or ``.swf.gz``) file into a job table.
 
     Raises InputError naming the file, line and field of the first malformed line, unless
@@ -207,12 +194,19 @@ def read_swf(path: Path | str, *, gpus_per_node: int = 1, skip_bad_lines: bool =
         state=Labels.from_keys(table[:, STATUS].astype(np.int64), lambda s: _STATUS.get(s, "unknown")),
         source_line=line_of,
     )
-    return SwfTrace(
+    capacity, source = None, ""
+    for key in ("MaxProcs", "MaxNodes"):  # the size of the traced machine in processors
+        capacity = _header_int(header, key, path)
+        if capacity is not None:
+            source = f"header {key}"
+            break
+    return Trace(
         path=path,
+        format="swf",
         jobs=jobs,
-        header=header,
-        max_procs=_header_int(header, "MaxProcs", path),
-        max_nodes=_header_int(header, "MaxNodes", path),
         skipped_invalid=int((~valid).sum()),
         bad_lines=bad_lines,
+        capacity_gpus=capacity,
+        capacity_source=source,
+        header=header,
     )
