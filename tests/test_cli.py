@@ -90,7 +90,7 @@ def test_a_smaller_cluster_rejects_larger_jobs_with_a_warning(tmp_path: Path) ->
     ("args", "message"),
     [
         (["missing.swf"], "missing.swf: no such file"),
-        (["trace.csv"], "unsupported input format"),
+        (["trace.csv"], "cannot tell the trace format from the file name"),
         (["bad.swf"], "bad.swf:2: field 4 (run time): expected a number, got 'x'"),
     ],
     ids=["a missing file", "an unknown format", "a malformed line"],

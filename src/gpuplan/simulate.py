@@ -17,14 +17,12 @@ from gpuplan.sim.cluster import Pool
 from gpuplan.sim.outcome import ModelRun
 from gpuplan.sim.registry import Registry
 from gpuplan.sim.slurm import SlurmSettings, simulate_slurm
-from gpuplan.workload.swf import field_name, read_swf
+from gpuplan.workload.readers import read_trace
+from gpuplan.workload.swf import field_name
 from gpuplan.workload.trace import Trace
 
 MODELS = Registry[str]("--model")
 MODELS.register("slurm", "Slurm (OCI HPC Stack)")  # kubernetes and hybrid come with their issues
-
-SWF_SUFFIXES = (".swf", ".swf.gz", ".alea-swf", ".alea-swf.gz")
-
 
 @dataclass(frozen=True)
 class SimulateRequest:
@@ -111,7 +109,7 @@ def simulate(request: SimulateRequest) -> SimulateResult:
         "gpuplan_version": __version__,
         "input": {
             "path": str(request.input),
-            "format": "swf",
+            "format": trace.format,
             "jobs_read": len(trace.jobs),
             "skipped_invalid_jobs": trace.skipped_invalid,
             "skipped_bad_lines": trace.bad_lines,

@@ -25,6 +25,15 @@ Int32 = npt.NDArray[np.int32]
 Bool = npt.NDArray[np.bool_]
 
 
+def split_gpus(gpus: npt.NDArray[Any], gpus_per_node: int) -> tuple[Int32, Int32]:
+    """Nodes and GPUs per node for jobs asking ``gpus`` GPUs in all, on nodes of ``gpus_per_node``:
+    ceil(gpus / gpus_per_node) nodes with ceil(gpus / nodes) GPUs each (a uniform request, as
+    ``--nodes=N --gpus-per-node=G`` is in Slurm)."""
+    total = np.ceil(np.asarray(gpus)).astype(np.int64)
+    nodes = np.maximum(-(-total // gpus_per_node), 1)
+    return nodes.astype(np.int32), (-(-total // nodes)).astype(np.int32)
+
+
 @dataclass(frozen=True)
 class Labels:
     """A dictionary-encoded text column: ``labels[codes[i]]`` is row i's value."""

@@ -22,7 +22,7 @@ import numpy as np
 import numpy.typing as npt
 
 from gpuplan.errors import InputError
-from gpuplan.workload.jobtable import JobTable, Labels
+from gpuplan.workload.jobtable import JobTable, Labels, split_gpus
 from gpuplan.workload.trace import Trace
 
 SWF_FIELDS = (
@@ -165,9 +165,7 @@ def read_swf(path: Path | str, *, gpus_per_node: int = 1, skip_bad_lines: bool =
     valid = (table[:, RUN] >= 0) & (processors > 0)
     table, processors, line_of = table[valid], processors[valid], line_of[valid]
 
-    processors_int = np.ceil(processors).astype(np.int64)
-    nodes = -(-processors_int // gpus_per_node)
-    per_node = -(-processors_int // nodes)
+    nodes, per_node = split_gpus(processors, gpus_per_node)
     requested_mem_kb = table[:, REQ_MEM]  # per processor
     users = table[:, USER].astype(np.int64)
     groups = table[:, GROUP].astype(np.int64)
@@ -184,8 +182,8 @@ def read_swf(path: Path | str, *, gpus_per_node: int = 1, skip_bad_lines: bool =
         submit_s=table[:, SUBMIT].copy(),
         duration_s=table[:, RUN].copy(),
         time_limit_s=np.where(table[:, REQ_TIME] > 0, table[:, REQ_TIME], np.nan),
-        nodes=nodes.astype(np.int32),
-        gpus_per_node=per_node.astype(np.int32),
+        nodes=nodes,
+        gpus_per_node=per_node,
         cpus_per_node=np.zeros(len(table), dtype=np.int32),
         mem_per_node=np.where(requested_mem_kb > 0, requested_mem_kb * per_node / 1024.0, np.nan),
         partition=Labels.from_keys(table[:, PARTITION].astype(np.int64), lambda p: str(p) if p >= 0 else ""),
@@ -208,5 +206,6 @@ def read_swf(path: Path | str, *, gpus_per_node: int = 1, skip_bad_lines: bool =
         bad_lines=bad_lines,
         capacity_gpus=capacity,
         capacity_source=source,
+        epoch_s=float(header["UnixStartTime"]) if header.get("UnixStartTime", "").isdigit() else None,
         header=header,
     )

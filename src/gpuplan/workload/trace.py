@@ -22,4 +22,5 @@ class Trace:
     bad_lines: int = 0  # malformed lines skipped with skip_bad_lines
     capacity_gpus: int | None = None
     capacity_source: str = ""
+    epoch_s: float | None = None  # Unix time of t = 0 (submit_s is relative to it), when known
     header: dict[str, str] = field(default_factory=dict)
