@@ -24,6 +24,7 @@ from gpuplan.workload.trace import Trace
 MODELS = Registry[str]("--model")
 MODELS.register("slurm", "Slurm (OCI HPC Stack)")  # kubernetes and hybrid come with their issues
 
+
 @dataclass(frozen=True)
 class SimulateRequest:
     input: Path
@@ -83,12 +84,8 @@ def _rejection_warning(trace: Trace, run: ModelRun) -> str:
 def simulate(request: SimulateRequest) -> SimulateResult:
     """Read the trace, simulate the model, write OUT/summary.json, jobs.parquet and timeline.parquet."""
     MODELS.get(request.model)
-    if not request.input.name.endswith(SWF_SUFFIXES):
-        raise InputError(
-            f"unsupported input format (supported: {', '.join(SWF_SUFFIXES)})", path=request.input
-        )
     began = time.perf_counter()
-    trace = read_swf(
+    trace = read_trace(
         request.input, gpus_per_node=request.gpus_per_node, skip_bad_lines=request.skip_bad_lines
     )
     nodes, capacity_source = cluster_nodes(trace, request.nodes, request.gpus_per_node)
