@@ -13,9 +13,9 @@ from dataclasses import replace
 import numpy as np
 import pyarrow  # noqa: F401  (imported before the baseline, as gpuplan simulate does)
 
+from gpuplan.inputs import cluster_nodes
 from gpuplan.sim.cluster import Pool
 from gpuplan.sim.slurm import SlurmSettings, simulate_slurm
-from gpuplan.simulate import cluster_nodes
 from gpuplan.workload.jobtable import JobTable
 from gpuplan.workload.swf import read_swf
 
@@ -50,7 +50,7 @@ def main() -> None:
     pool = Pool("batch", nodes, 1)
     times = []
     for _ in range(repeats):
-        run = simulate_slurm(jobs, pool, SlurmSettings(backfill))
+        run = simulate_slurm(jobs, [pool], SlurmSettings(backfill))
         times.append(run.simulate_s)
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     span = jobs.submit_s.max() - jobs.submit_s.min()
@@ -61,7 +61,7 @@ def main() -> None:
         "simulate_s": min(times),
         "peak_mb_above_imports": peak_mb - base_mb,
         "offered_load": float((jobs.gpus * jobs.duration_s).sum() / (nodes * span)),
-        "mean_wait_s": float(np.nanmean(run.schedule.start_s - run.jobs.submit_s)),
+        "mean_wait_s": float(np.nanmean(run.start_s - run.jobs.submit_s)),
     }
     print(json.dumps(result))
 

@@ -52,7 +52,7 @@ class Workload:
 
     def simulate(self, total_nodes: int, backfill: str, gpus_per_node: int = 1) -> ModelRun:
         return simulate_slurm(
-            self.table(), Pool("batch", total_nodes, gpus_per_node), SlurmSettings(backfill)
+            self.table(), [Pool("batch", total_nodes, gpus_per_node)], SlurmSettings(backfill)
         )
 
     def starts(self, total_nodes: int, backfill: str) -> dict[int, float | None]:
@@ -60,7 +60,7 @@ class Workload:
         run = self.simulate(total_nodes, backfill)
         return {
             int(job_id): None if np.isnan(start) else float(start)
-            for job_id, start in zip(run.jobs.job_id, run.schedule.start_s, strict=True)
+            for job_id, start in zip(run.jobs.job_id, run.start_s, strict=True)
         }
 
 

@@ -92,7 +92,7 @@ def test_hand_computed_schedules(case: str, backfill: str) -> None:
 
 def test_a_job_over_its_time_limit_is_killed_at_the_limit() -> None:
     run = workload().job(submit=0, run=100, limit=50).job(submit=0, run=20, limit=50).simulate(1, "easy")
-    assert run.schedule.end_s.tolist() == [50.0, 70.0]
+    assert run.end_s.tolist() == [50.0, 70.0]
     assert [JOB_STATES[s] for s in run.state] == ["killed_at_limit", "completed"]
 
 
@@ -104,7 +104,7 @@ def test_jobs_take_the_lowest_numbered_free_nodes() -> None:
         .job(submit=6, run=1, nodes=4)
         .simulate(8, "none")
     )
-    assert run.schedule.node_lists().to_pylist() == ["node[0-1]", "node[2-4]", "node[2-5]"]
+    assert run.node_lists().to_pylist() == ["node[0-1]", "node[2-4]", "node[2-5]"]
 
 
 @st.composite
@@ -131,7 +131,7 @@ def test_schedule_properties_and_reference(case: tuple[Workload, int], backfill:
     jobs, total_nodes = case
     run = jobs.simulate(total_nodes, backfill)
     table = run.jobs
-    start, end = run.schedule.start_s, run.schedule.end_s
+    start, end = run.start_s, run.end_s
     started = ~np.isnan(start)
 
     assert (start[started] >= table.submit_s[started]).all(), "a job started before its submit time"
@@ -143,7 +143,7 @@ def test_schedule_properties_and_reference(case: tuple[Workload, int], backfill:
         assert table.nodes[running].sum() <= total_nodes
 
     # Busy GPU-seconds from the timeline equal the jobs' GPUs x run time.
-    timeline = run.schedule.timeline
+    timeline = run.pools[0].schedule.timeline
     busy = float((timeline.busy_gpus[:-1] * np.diff(timeline.time_s)).sum())
     assert timeline.busy_gpus[-1:].sum() == 0, "the cluster ends idle"
     assert busy == float((table.gpus * run.run_s)[started].sum())

@@ -10,9 +10,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from gpuplan.inputs import cluster_nodes
 from gpuplan.sim.cluster import Pool
 from gpuplan.sim.slurm import SlurmSettings, simulate_slurm
-from gpuplan.simulate import cluster_nodes
 from gpuplan.workload.swf import read_swf
 
 from reference import reference_schedule
@@ -26,7 +26,7 @@ TRACES += sorted(SHARED.glob("*.*swf.gz")) if SHARED.is_dir() else []
 def check_against_reference(path: Path, backfill: str) -> None:
     trace = read_swf(path)
     nodes, _ = cluster_nodes(trace, None, 1)
-    run = simulate_slurm(trace.jobs, Pool("batch", nodes, 1), SlurmSettings(backfill))
+    run = simulate_slurm(trace.jobs, [Pool("batch", nodes, 1)], SlurmSettings(backfill))
     jobs = run.jobs
     estimate = np.where(jobs.time_limit_s > 0, jobs.time_limit_s, jobs.duration_s)
     expected, _ = reference_schedule(
@@ -38,7 +38,7 @@ def check_against_reference(path: Path, backfill: str) -> None:
         nodes,
         backfill,
     )
-    got = [None if math.isnan(s) else s for s in run.schedule.start_s.tolist()]
+    got = [None if math.isnan(s) else s for s in run.start_s.tolist()]
     mismatches = [i for i, (a, b) in enumerate(zip(got, expected, strict=True)) if a != b]
     assert not mismatches, f"{len(mismatches)} jobs differ, first job id {jobs.job_id[mismatches[0]]}"
 

@@ -1,12 +1,14 @@
 """The ``gpuplan`` command line: thin commands that parse, call the library and print.
 
-Heavy libraries (NumPy, Arrow) are imported inside the commands, so ``--help`` is instant.
+Heavy libraries (NumPy, Arrow, pydantic) are imported inside the commands, so ``--help`` is instant.
 """
 
 from __future__ import annotations
 
 import typer
 
+from gpuplan.cli.inspect import inspect
+from gpuplan.cli.scenario import schema, validate
 from gpuplan.cli.simulate import simulate
 
 app = typer.Typer(
@@ -17,6 +19,9 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 app.command(no_args_is_help=True)(simulate)
+app.command(no_args_is_help=True)(inspect)
+app.command(no_args_is_help=True)(validate)
+app.command()(schema)
 
 
 @app.callback()

@@ -12,6 +12,17 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from gpuplan.cli.common import (
+    FormatOption,
+    GpusPerNodeOption,
+    JsonOption,
+    OutOption,
+    QuietOption,
+    SkipBadLinesOption,
+    call,
+    warn,
+)
+
 
 class Backfill(StrEnum):
     none = "none"
@@ -24,56 +35,44 @@ class Model(StrEnum):
 
 def simulate(
     input: Annotated[
-        Path, typer.Argument(help="Trace to simulate: Standard Workload Format (.swf, .swf.gz).")
+        Path, typer.Argument(help="Scenario (.yaml) or trace (.swf, .swf.gz, or give --format).")
     ],
     model: Annotated[Model, typer.Option(help="Operating model.")] = Model.slurm,
     backfill: Annotated[
-        Backfill, typer.Option(help="Slurm backfill mode: none (strict FIFO) or easy (EASY backfilling).")
-    ] = Backfill.easy,
+        Backfill | None,
+        typer.Option(help="Slurm backfill: none (strict FIFO) or easy [default: the scenario's, else easy]."),
+    ] = None,
+    trace_format: FormatOption = None,
     nodes: Annotated[
         int | None,
-        typer.Option(help="Nodes in the cluster (default: the trace's MaxProcs / GPUs per node).", min=1),
+        typer.Option(help="Nodes in a trace's cluster [default: its MaxProcs / GPUs per node].", min=1),
     ] = None,
-    gpus_per_node: Annotated[
-        int, typer.Option(help="GPUs per node; SWF processors are GPUs grouped into nodes.", min=1)
-    ] = 1,
-    out: Annotated[
-        Path, typer.Option(help="Directory for summary.json, jobs.parquet, timeline.parquet.")
-    ] = Path("gpuplan-out"),
-    json_output: Annotated[
-        bool, typer.Option("--json", help="Print the model's summary as JSON on stdout.")
-    ] = False,
-    skip_bad_lines: Annotated[
-        bool, typer.Option(help="Skip and count malformed trace lines instead of stopping at the first.")
-    ] = False,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print nothing but errors.")] = False,
+    gpus_per_node: GpusPerNodeOption = 1,
+    out: OutOption = Path("gpuplan-out"),
+    json_output: JsonOption = False,
+    skip_bad_lines: SkipBadLinesOption = False,
+    quiet: QuietOption = False,
 ) -> None:
-    """Simulate one operating model on a trace and write OUT/summary.json, jobs.parquet, timeline.parquet.
+    """Simulate one operating model and write OUT/summary.json, jobs.parquet, timeline.parquet.
 
-    Example: gpuplan simulate lublin_256.swf.gz --model slurm --backfill easy --json
+    Examples: gpuplan simulate examples/research-lab.yaml --model slurm;
+    gpuplan simulate lublin_256.swf.gz --model slurm --backfill easy --json
     """
-    from gpuplan.errors import GpuplanError
     from gpuplan.simulate import SimulateRequest
     from gpuplan.simulate import simulate as run_simulation
 
-    err = Console(stderr=True)
     request = SimulateRequest(
         input=input,
         model=model.value,
-        backfill=backfill.value,
+        backfill=None if backfill is None else backfill.value,
+        format=trace_format,
         nodes=nodes,
         gpus_per_node=gpus_per_node,
         skip_bad_lines=skip_bad_lines,
         out=out,
     )
-    try:
-        result = run_simulation(request)
-    except GpuplanError as exc:
-        err.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
-        raise typer.Exit(2) from None
-    if not quiet:
-        for warning in result.warnings:
-            err.print(f"[yellow]warning:[/] {warning}", highlight=False, soft_wrap=True)
+    result = call(lambda: run_simulation(request))
+    warn(result.warnings, quiet)
     if json_output:
         sys.stdout.write(json.dumps(result.model_summary, indent=2) + "\n")
     elif not quiet:
@@ -86,13 +85,14 @@ def _seconds(value: float | None) -> str:
 
 def print_summary(console: Console, summary: dict[str, Any], files: list[Path]) -> None:
     jobs, wait = summary["jobs"], summary["wait_s"]
-    cluster = summary["cluster"]
-    table = Table(
-        title=f"{summary['model']} ({', '.join(f'{k}={v}' for k, v in summary['settings'].items())})"
-    )
+    settings = ", ".join(f"{k}={v}" for k, v in summary["settings"].items())
+    table = Table(title=f"{summary['model']} ({settings})")
     table.add_column("figure")
     table.add_column("value", justify="right")
-    table.add_row("cluster", f"{cluster['nodes']} nodes x {cluster['gpus_per_node']} GPUs")
+    pools = ", ".join(
+        f"{name} {p['nodes']}x{p['gpus_per_node']}" for name, p in summary["cluster"]["pools"].items()
+    )
+    table.add_row("cluster (nodes x GPUs)", pools)
     table.add_row("jobs submitted / completed", f"{jobs['submitted']:,} / {jobs['completed']:,}")
     table.add_row("killed at limit / rejected", f"{jobs['killed_at_limit']:,} / {jobs['rejected']:,}")
     table.add_row("wait mean / p50 / p95", " / ".join(_seconds(wait[k]) for k in ("mean", "p50", "p95")))
@@ -103,6 +103,10 @@ def print_summary(console: Console, summary: dict[str, Any], files: list[Path]) 
     table.add_row("GPU-hours", f"{summary['gpu_hours']:,.0f}")
     fairness = summary["fairness_jain"]
     table.add_row("fairness (Jain, teams)", "-" if fairness is None else f"{fairness:.3f}")
+    for name, service in summary["services"].items():
+        table.add_row(f"service {name}: SLO attainment", f"{service['slo_attainment']:.1%}")
+    if summary["cost_usd"] is not None:
+        table.add_row("cost (list prices)", f"${summary['cost_usd']:,.0f}")
     table.add_row("simulation time", f"{summary['timing_s']['simulate']:.3f} s")
     console.print(table)
     console.print("wrote " + ", ".join(str(f) for f in files), highlight=False)

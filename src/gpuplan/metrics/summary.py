@@ -3,8 +3,10 @@
 Definitions (DESIGN.md "Results"):
 - wait = start - submit over jobs that started; percentiles interpolate linearly between ranks.
 - bounded slowdown = max(1, (wait + run) / max(run, 10 s)) (Feitelson et al.'s bound of 10 s).
-- GPU utilisation = busy GPU-seconds / (GPUs of the pool x makespan), with the makespan from the
-  first submit to the last end.
+- GPU utilisation = busy GPU-seconds / (GPUs of all pools x makespan), with the makespan from the
+  first submit (t = 0 when services run) to the last end; busy = jobs' GPUs x run time plus the
+  GPUs of service replicas while they run.
+- cost = GPUs x list price per GPU-hour x makespan, for every pool (null if a price is unknown).
 - Jain's fairness index over teams of x = GPU-hours / share: (sum x)^2 / (n sum x^2); 1 is even.
 """
 
@@ -43,17 +45,24 @@ def jain_index(values: npt.NDArray[np.float64]) -> float | None:
 
 def summarize(run: ModelRun, team_shares: dict[str, float] | None = None) -> dict[str, Any]:
     """Summary figures of one model's run. ``team_shares`` (default: equal) weights fairness."""
-    jobs, schedule = run.jobs, run.schedule
+    jobs = run.jobs
     started = run.started
-    wait = (schedule.start_s - jobs.submit_s)[started]
+    wait = (run.start_s - jobs.submit_s)[started]
     run_s = run.run_s[started]
     gpus = jobs.gpus[started].astype(np.float64)
     busy_gpu_s = gpus * run_s
     slowdown = np.maximum(1.0, (wait + run_s) / np.maximum(run_s, BOUNDED_SLOWDOWN_MIN_RUN_S))
 
-    makespan_s = float(schedule.end_s[started].max() - jobs.submit_s.min()) if started.any() else 0.0
-    available_gpu_s = run.pool.gpus * makespan_s
-    gpu_hours = float(busy_gpu_s.sum() / 3600.0)
+    # The makespan runs from the first submit (or t = 0 when services run) to the last end.
+    begins = [float(jobs.submit_s.min())] if len(jobs) else []
+    ends = [float(run.end_s[started].max())] if started.any() else []
+    if run.services:
+        begins.append(0.0)
+        ends.extend(s.span_s for s in run.services)
+    makespan_s = max(ends) - min(begins) if ends else 0.0
+    service_gpu_s = sum(s.gpu_hours for s in run.services) * 3600.0
+    available_gpu_s = run.total_gpus * makespan_s
+    gpu_hours = (float(busy_gpu_s.sum()) + service_gpu_s) / 3600.0
 
     team_codes = jobs.team.codes
     team_names = jobs.team.labels
@@ -68,18 +77,32 @@ def summarize(run: ModelRun, team_shares: dict[str, float] | None = None) -> dic
         per_team[team_names[code]] = {
             "wait_s": wait_stats(team_waits[bounds[code] : bounds[code + 1]]),
             "gpu_hours": float(team_gpu_hours[code]),
-            "share_of_gpu_hours": float(team_gpu_hours[code] / gpu_hours) if gpu_hours > 0 else None,
         }
-    shares = np.array([(team_shares or {}).get(team_names[c], 1.0) for c in np.flatnonzero(present)])
+    for service in run.services:
+        figures = per_team.setdefault(service.team, {"wait_s": wait_stats(np.zeros(0)), "gpu_hours": 0.0})
+        figures["gpu_hours"] += service.gpu_hours
+    for figures in per_team.values():
+        figures["share_of_gpu_hours"] = figures["gpu_hours"] / gpu_hours if gpu_hours > 0 else None
+    team_usage = np.array([figures["gpu_hours"] for figures in per_team.values()])
+    shares = np.array([(team_shares or {}).get(team, 1.0) for team in per_team])
     state_counts = np.bincount(run.state, minlength=3)
+    prices = [p.pool.price_per_gpu_hour for p in run.pools]
+    cost = None
+    if prices and all(price is not None for price in prices):
+        cost = sum(p.pool.gpus * (p.pool.price_per_gpu_hour or 0.0) for p in run.pools) * makespan_s / 3600.0
 
     return {
         "settings": run.settings,
         "cluster": {
-            "pool": run.pool.name,
-            "nodes": run.pool.nodes,
-            "gpus_per_node": run.pool.gpus_per_node,
-            "gpus": run.pool.gpus,
+            "pools": {
+                p.pool.name: {
+                    "nodes": p.pool.nodes,
+                    "gpus_per_node": p.pool.gpus_per_node,
+                    "gpus": p.pool.gpus,
+                }
+                for p in run.pools
+            },
+            "gpus": run.total_gpus,
         },
         "jobs": {
             "submitted": len(jobs),
@@ -94,11 +117,18 @@ def summarize(run: ModelRun, team_shares: dict[str, float] | None = None) -> dic
             "mean": float(slowdown.mean()) if len(slowdown) else None,
             "p95": float(np.percentile(slowdown, 95.0)) if len(slowdown) else None,
         },
-        "gpu_utilization": float(busy_gpu_s.sum() / available_gpu_s) if available_gpu_s > 0 else None,
+        "gpu_utilization": gpu_hours * 3600.0 / available_gpu_s if available_gpu_s > 0 else None,
         "gpu_hours": gpu_hours,
         "makespan_s": makespan_s,
         "per_team": per_team,
-        "fairness_jain": jain_index(team_gpu_hours[present] / shares),
-        "services": {},
-        "cost_usd": None,
+        "fairness_jain": jain_index(team_usage / shares) if len(team_usage) else None,
+        "services": {
+            s.name: {
+                "slo_attainment": s.slo_attainment,
+                "mean_replicas": s.mean_replicas,
+                "unmet_demand_fraction": s.unmet_demand_fraction,
+            }
+            for s in run.services
+        },
+        "cost_usd": cost,
     }

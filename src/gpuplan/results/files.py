@@ -14,42 +14,51 @@ from gpuplan.errors import InputError
 from gpuplan.sim.outcome import JOB_STATES, ModelRun
 
 
+def _constant(value: str, rows: int) -> pa.DictionaryArray:
+    return pa.DictionaryArray.from_arrays(np.zeros(rows, np.int32), [value])
+
+
 def jobs_table(run: ModelRun) -> pa.Table:
     """One row per job: model, job_id, team, submit_s, start_s, end_s, state, nodes, gpus, pool, node_list."""
-    jobs, schedule = run.jobs, run.schedule
-    never_started = np.isnan(schedule.start_s)
-    rows = len(jobs)
+    jobs = run.jobs
+    never_started = ~run.started
     return pa.table(
         {
-            "model": pa.DictionaryArray.from_arrays(np.zeros(rows, np.int32), [run.model]),
+            "model": _constant(run.model, len(jobs)),
             "job_id": jobs.job_id,
             "team": jobs.team.to_arrow(),
             "submit_s": jobs.submit_s,
-            "start_s": pa.array(schedule.start_s, mask=never_started),
-            "end_s": pa.array(schedule.end_s, mask=never_started),
+            "start_s": pa.array(run.start_s, mask=never_started),
+            "end_s": pa.array(run.end_s, mask=never_started),
             "state": pa.DictionaryArray.from_arrays(run.state.astype(np.int32), list(JOB_STATES)),
             "nodes": jobs.nodes,
             "gpus": jobs.gpus,
-            "pool": pa.DictionaryArray.from_arrays(np.zeros(rows, np.int32), [run.pool.name]),
-            "node_list": schedule.node_lists(),
+            "pool": pa.DictionaryArray.from_arrays(run.pool_of_job, [p.pool.name for p in run.pools]),
+            "node_list": run.node_lists(),
         }
     )
 
 
 def timeline_table(run: ModelRun) -> pa.Table:
-    """Cluster state after each scheduling instant: busy GPUs, queued jobs, nodes up."""
-    timeline = run.schedule.timeline
-    rows = len(timeline.time_s)
-    return pa.table(
-        {
-            "model": pa.DictionaryArray.from_arrays(np.zeros(rows, np.int32), [run.model]),
-            "pool": pa.DictionaryArray.from_arrays(np.zeros(rows, np.int32), [run.pool.name]),
-            "time_s": timeline.time_s,
-            "busy_gpus": timeline.busy_gpus,
-            "queued_jobs": timeline.queued_jobs,
-            "nodes_up": np.full(rows, run.pool.nodes, dtype=np.int32),
-        }
-    )
+    """Per pool, the state after each scheduling instant: busy GPUs (jobs and service replicas),
+    queued jobs, nodes up."""
+    tables = []
+    for pool in run.pools:
+        timeline = pool.schedule.timeline
+        rows = len(timeline.time_s)
+        tables.append(
+            pa.table(
+                {
+                    "model": _constant(run.model, rows),
+                    "pool": _constant(pool.pool.name, rows),
+                    "time_s": timeline.time_s,
+                    "busy_gpus": timeline.busy_gpus + pool.service_gpus,
+                    "queued_jobs": timeline.queued_jobs,
+                    "nodes_up": np.full(rows, pool.pool.nodes, dtype=np.int32),
+                }
+            )
+        )
+    return pa.concat_tables(tables)
 
 
 def prepare_out(out: Path) -> None:

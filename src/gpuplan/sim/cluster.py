@@ -16,10 +16,11 @@ class Pool:
     nodes: int
     gpus_per_node: int
     node_prefix: str = "node"
+    price_per_gpu_hour: float | None = None  # USD
 
     def __post_init__(self) -> None:
-        if self.nodes < 1 or self.gpus_per_node < 1:
-            raise ValueError(f"pool {self.name!r}: needs at least one node and one GPU per node")
+        if self.nodes < 0 or self.gpus_per_node < 1:
+            raise ValueError(f"pool {self.name!r}: needs nodes >= 0 and at least one GPU per node")
 
     @property
     def gpus(self) -> int:

@@ -97,22 +97,25 @@ def run_batch(jobs: BatchJobs, pool: Pool, schedule_pass: str) -> BatchSchedule:
     tl_queued = np.empty(capacity, dtype=np.int32)
     nodes = jobs.nodes[admitted]
     run_s = jobs.run_s[admitted]
-    rows, ranges = _batchcore.simulate(
-        schedule_pass,
-        pool.nodes,
-        np.ascontiguousarray(jobs.submit_s[admitted], dtype=np.float64),
-        np.ascontiguousarray(run_s, dtype=np.float64),
-        np.ascontiguousarray(jobs.estimate_s[admitted], dtype=np.float64),
-        np.ascontiguousarray(nodes, dtype=np.int32),
-        np.ascontiguousarray(nodes * jobs.gpus_per_node[admitted], dtype=np.int32),
-        np.ascontiguousarray(jobs.job_id[admitted], dtype=np.int64),
-        start,
-        range_first,
-        range_count,
-        tl_time,
-        tl_busy,
-        tl_queued,
-    )
+    if m == 0:  # nothing to schedule (or a pool with no nodes left): skip the engine
+        rows, ranges = 0, b""
+    else:
+        rows, ranges = _batchcore.simulate(
+            schedule_pass,
+            pool.nodes,
+            np.ascontiguousarray(jobs.submit_s[admitted], dtype=np.float64),
+            np.ascontiguousarray(run_s, dtype=np.float64),
+            np.ascontiguousarray(jobs.estimate_s[admitted], dtype=np.float64),
+            np.ascontiguousarray(nodes, dtype=np.int32),
+            np.ascontiguousarray(nodes * jobs.gpus_per_node[admitted], dtype=np.int32),
+            np.ascontiguousarray(jobs.job_id[admitted], dtype=np.int64),
+            start,
+            range_first,
+            range_count,
+            tl_time,
+            tl_busy,
+            tl_queued,
+        )
     if m < n:  # back to one row per job
         start_all = np.full(n, np.nan)
         start_all[admitted] = start

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
 
 from gpuplan.sim.cluster import Pool
 from gpuplan.sim.engine import BatchSchedule
-from gpuplan.workload.jobtable import Float64, JobTable
+from gpuplan.workload.jobtable import Float64, Int32, Int64, JobTable
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 # Final state of each simulated job, as written to jobs.parquet.
 JOB_STATES = ("completed", "killed_at_limit", "rejected")
@@ -18,18 +21,60 @@ COMPLETED, KILLED_AT_LIMIT, REJECTED = range(3)
 
 
 @dataclass(frozen=True)
+class PoolSchedule:
+    """The jobs one pool ran and their schedule on its nodes."""
+
+    pool: Pool
+    jobs: Int64  # indices into ModelRun.jobs, in queue order
+    schedule: BatchSchedule
+    service_nodes: int = 0  # nodes held by services for the whole run, outside the batch schedule
+    service_gpus: int = 0  # GPUs of the service replicas on them
+
+
+@dataclass(frozen=True)
+class ServiceOutcome:
+    name: str
+    team: str
+    pool: str
+    slo_attainment: float  # share of time the demand was served
+    mean_replicas: float
+    unmet_demand_fraction: float  # requests beyond capacity / all requests
+    gpu_hours: float  # GPUs of running replicas x time
+    span_s: float  # from t = 0
+
+
+@dataclass(frozen=True)
 class ModelRun:
-    """One model's run: the jobs (in queue order) and their schedule on the pool."""
+    """One model's run: the jobs (in queue order), where and when each ran, and the services."""
 
     model: str
     settings: dict[str, Any]  # the model's policy settings, echoed into summary.json
-    pool: Pool
     jobs: JobTable
     run_s: Float64  # how long each job held its nodes (cut at its time limit)
     state: npt.NDArray[np.int8]  # index into JOB_STATES
-    schedule: BatchSchedule
+    start_s: Float64  # NaN: never started
+    end_s: Float64
+    pool_of_job: Int32  # index into pools
+    pools: list[PoolSchedule]
+    services: list[ServiceOutcome]
     simulate_s: float  # wall time of the simulation proper
 
     @property
     def started(self) -> npt.NDArray[np.bool_]:
-        return ~np.isnan(self.schedule.start_s)
+        return ~np.isnan(self.start_s)
+
+    @property
+    def total_gpus(self) -> int:
+        return sum(p.pool.gpus for p in self.pools)
+
+    def node_lists(self) -> pa.Array:
+        """Each job's nodes as a Slurm host list; null for jobs that never ran."""
+        import pyarrow as pa
+
+        if not self.pools:
+            return pa.nulls(len(self.jobs), pa.large_string())
+        lists = pa.concat_arrays([p.schedule.node_lists() for p in self.pools])
+        order = np.concatenate([p.jobs for p in self.pools])
+        position = np.empty(len(order), dtype=np.int64)
+        position[order] = np.arange(len(order))
+        return lists.take(pa.array(position))

@@ -1,14 +1,20 @@
 """The Slurm operating model (OCI HPC Stack).
 
-This slice models one partition of whole nodes (``OverSubscribe=EXCLUSIVE``), jobs in submit
-order, and the backfill modes ``none`` and ``easy`` (see ``gpuplan.sim.policies``). Time limits
-are enforced as Slurm does without ``OverTimeLimit``: a job whose run time exceeds its time limit
-(``--time``, SWF "requested time") is killed at the limit; the scheduler's estimate of a job's
-run time is its time limit, or its run time when it has none.
+This slice models each pool as a partition of whole nodes (``OverSubscribe=EXCLUSIVE``), jobs in
+submit order, and the backfill modes ``none`` and ``easy`` (see ``gpuplan.sim.policies``). A job
+goes to the pool its ``partition`` names, else to the first pool it fits. Time limits are enforced
+as Slurm does without ``OverTimeLimit``: a job whose run time exceeds its time limit (``--time``,
+SWF "requested time") is killed at the limit; the scheduler's estimate of a job's run time is its
+time limit, or its run time when it has none.
+
+Inference services have no autoscaler under Slurm: each runs as a long job sized for its peak
+(``max`` replicas, whole nodes) for the whole run, so its nodes are taken out of the pool before
+batch jobs are scheduled, and demand above that capacity goes unserved.
 """
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass
 
@@ -16,9 +22,17 @@ import numpy as np
 
 from gpuplan.sim.cluster import Pool
 from gpuplan.sim.engine import BatchJobs, run_batch
-from gpuplan.sim.outcome import COMPLETED, KILLED_AT_LIMIT, REJECTED, ModelRun
+from gpuplan.sim.outcome import (
+    COMPLETED,
+    KILLED_AT_LIMIT,
+    REJECTED,
+    ModelRun,
+    PoolSchedule,
+    ServiceOutcome,
+)
 from gpuplan.sim.policies import BACKFILL
-from gpuplan.workload.jobtable import JobTable
+from gpuplan.workload.jobtable import Int32, JobTable
+from gpuplan.workload.services import DEMAND_STEP_S, Service
 
 MODEL = "slurm"
 
@@ -28,8 +42,46 @@ class SlurmSettings:
     backfill: str = "easy"  # none | easy
 
 
-def simulate_slurm(jobs: JobTable, pool: Pool, settings: SlurmSettings) -> ModelRun:
-    """Schedule ``jobs`` on ``pool`` under the Slurm model; jobs come back in queue order."""
+def route_jobs(jobs: JobTable, pools: list[Pool]) -> Int32:
+    """Pool index of each job: the pool its partition names, else the first it fits (else 0)."""
+    index = np.full(len(jobs), -1, dtype=np.int32)
+    by_name = {pool.name: i for i, pool in enumerate(pools)}
+    named = np.array([by_name.get(label, -1) for label in jobs.partition.labels], dtype=np.int32)
+    if len(named):
+        index = named[jobs.partition.codes]
+    for i, pool in enumerate(pools):
+        fits = (index < 0) & (jobs.nodes <= pool.nodes) & (jobs.gpus_per_node <= pool.gpus_per_node)
+        index[fits] = i
+    index[index < 0] = 0
+    return index
+
+
+def _static_service(service: Service, pool: Pool, free_nodes: int) -> tuple[ServiceOutcome, int]:
+    """A service as a peak-sized Slurm job: its outcome and the nodes it holds."""
+    per_node = pool.gpus_per_node // service.gpus_per_replica
+    nodes = min(math.ceil(service.max_replicas / per_node), free_nodes) if per_node else 0
+    replicas = min(service.max_replicas, nodes * per_node)
+    capacity = replicas * service.throughput_per_replica
+    demand = service.demand_rps
+    unmet = np.maximum(demand - capacity, 0.0)
+    outcome = ServiceOutcome(
+        name=service.name,
+        team=service.team,
+        pool=pool.name,
+        slo_attainment=float((demand <= capacity + 1e-9).mean()) if len(demand) else 1.0,
+        mean_replicas=float(replicas),
+        unmet_demand_fraction=float(unmet.sum() / demand.sum()) if demand.sum() > 0 else 0.0,
+        gpu_hours=replicas * service.gpus_per_replica * len(demand) * DEMAND_STEP_S / 3600.0,
+        span_s=len(demand) * DEMAND_STEP_S,
+    )
+    return outcome, nodes
+
+
+def simulate_slurm(
+    jobs: JobTable, pools: list[Pool], settings: SlurmSettings, services: list[Service] | None = None
+) -> ModelRun:
+    """Schedule ``jobs`` (and ``services``) on ``pools`` under the Slurm model; jobs come back in
+    queue order (submit time, then job id)."""
     schedule_pass = BACKFILL.get(settings.backfill)
     jobs = jobs.take(jobs.queue_order())
     limit = jobs.time_limit_s
@@ -37,27 +89,49 @@ def simulate_slurm(jobs: JobTable, pool: Pool, settings: SlurmSettings) -> Model
     killed = has_limit & (jobs.duration_s > limit)
     run_s = np.where(killed, limit, jobs.duration_s)
     estimate_s = np.where(has_limit, limit, jobs.duration_s)
-    batch = BatchJobs(
-        job_id=jobs.job_id,
-        submit_s=jobs.submit_s,
-        run_s=run_s,
-        estimate_s=estimate_s,
-        nodes=jobs.nodes,
-        gpus_per_node=jobs.gpus_per_node,
-    )
+    pool_of_job = route_jobs(jobs, pools)
+
     began = time.perf_counter()
-    schedule = run_batch(batch, pool, schedule_pass.compiled_name)
+    outcomes: list[ServiceOutcome] = []
+    schedules: list[PoolSchedule] = []
+    start_s = np.full(len(jobs), np.nan)
+    rejected = np.zeros(len(jobs), dtype=bool)
+    for i, pool in enumerate(pools):
+        held_nodes = service_gpus = 0
+        for service in services or []:
+            if service.pool == pool.name:
+                outcome, nodes = _static_service(service, pool, pool.nodes - held_nodes)
+                outcomes.append(outcome)
+                held_nodes += nodes
+                service_gpus += int(outcome.mean_replicas) * service.gpus_per_replica
+        batch_pool = Pool(pool.name, pool.nodes - held_nodes, pool.gpus_per_node, pool.node_prefix)
+        members = np.flatnonzero(pool_of_job == i)
+        batch = BatchJobs(
+            job_id=jobs.job_id[members],
+            submit_s=jobs.submit_s[members],
+            run_s=run_s[members],
+            estimate_s=estimate_s[members],
+            nodes=jobs.nodes[members],
+            gpus_per_node=jobs.gpus_per_node[members],
+        )
+        schedule = run_batch(batch, batch_pool, schedule_pass.compiled_name)
+        start_s[members] = schedule.start_s
+        rejected[members] = schedule.rejected
+        schedules.append(PoolSchedule(pool, members, schedule, held_nodes, service_gpus))
     simulate_s = time.perf_counter() - began
 
     state = np.where(killed, KILLED_AT_LIMIT, COMPLETED).astype(np.int8)
-    state[schedule.rejected] = REJECTED
+    state[rejected] = REJECTED
     return ModelRun(
         model=MODEL,
         settings={"backfill": settings.backfill},
-        pool=pool,
         jobs=jobs,
         run_s=run_s,
         state=state,
-        schedule=schedule,
+        start_s=start_s,
+        end_s=start_s + run_s,
+        pool_of_job=pool_of_job,
+        pools=schedules,
+        services=outcomes,
         simulate_s=simulate_s,
     )

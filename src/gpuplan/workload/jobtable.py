@@ -88,9 +88,19 @@ class JobTable:
     kind: Labels
     state: Labels  # final state recorded in the trace
     source_line: Int64  # line of the input file each job came from (0 when generated)
+    # Optional columns: None means "not recorded" for every job.
+    workload: Labels | None = None  # the scenario workload a job comes from
+    checkpoint_s: Float64 | None = None  # checkpoint interval (NaN: never checkpoints)
+
+    def column(self, name: str) -> Labels | npt.NDArray[Any]:
+        """A column, with optional columns filled with their defaults ("" or NaN) when absent."""
+        value = getattr(self, name)
+        if value is not None:
+            return value  # type: ignore[no-any-return]
+        return Labels.constant("", len(self)) if name == "workload" else np.full(len(self), np.nan)
 
     def __post_init__(self) -> None:
-        rows = {f.name: len(getattr(self, f.name)) for f in fields(self)}
+        rows = {f.name: len(getattr(self, f.name)) for f in fields(self) if getattr(self, f.name) is not None}
         if len(set(rows.values())) > 1:
             raise ValueError(f"job table columns differ in length: {rows}")
 
@@ -106,7 +116,8 @@ class JobTable:
         taken: dict[str, Any] = {}
         for f in fields(self):
             column = getattr(self, f.name)
-            taken[f.name] = column.take(rows) if isinstance(column, Labels) else column[rows]
+            if column is not None:
+                taken[f.name] = column.take(rows) if isinstance(column, Labels) else column[rows]
         return JobTable(**taken)
 
     @classmethod
@@ -114,8 +125,11 @@ class JobTable:
         """Rows of all ``tables`` in order; text columns get a shared dictionary."""
         columns: dict[str, Any] = {}
         for f in fields(cls):
-            parts = [getattr(t, f.name) for t in tables]
-            if isinstance(parts[0], Labels):
+            if all(getattr(t, f.name) is None for t in tables):
+                continue
+            parts = [t.column(f.name) for t in tables]
+            label_parts = [part for part in parts if isinstance(part, Labels)]
+            if label_parts:
                 index: dict[str, int] = {}
                 codes = [
                     np.array([index.setdefault(label, len(index)) for label in part.labels], np.int32)[
@@ -123,11 +137,11 @@ class JobTable:
                     ]
                     if len(part.labels)
                     else part.codes
-                    for part in parts
+                    for part in label_parts
                 ]
                 columns[f.name] = Labels(np.concatenate(codes).astype(np.int32), tuple(index))
             else:
-                columns[f.name] = np.concatenate(parts)
+                columns[f.name] = np.concatenate([part for part in parts if not isinstance(part, Labels)])
         return cls(**columns)
 
     def queue_order(self) -> Int64:
@@ -140,7 +154,8 @@ class JobTable:
         columns: dict[str, Any] = {}
         for f in fields(self):
             column = getattr(self, f.name)
-            columns[f.name] = column.to_arrow() if isinstance(column, Labels) else pa.array(column)
+            if column is not None:
+                columns[f.name] = column.to_arrow() if isinstance(column, Labels) else pa.array(column)
         return pa.table(columns)
 
     @classmethod

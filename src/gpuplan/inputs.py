@@ -1,0 +1,105 @@
+"""One entry for every command's INPUT: a scenario file (.yaml) or a trace, as jobs, services and
+the pools they run on."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from gpuplan.errors import InputError
+from gpuplan.scenario.load import LoadedScenario, load_scenario
+from gpuplan.sim.cluster import Pool
+from gpuplan.workload.readers import read_trace
+from gpuplan.workload.synthesis import Workload, synthesize
+from gpuplan.workload.trace import Trace
+
+SCENARIO_SUFFIXES = (".yaml", ".yml")
+
+
+@dataclass(frozen=True)
+class Input:
+    workload: Workload
+    pools: list[Pool]
+    info: dict[str, Any]  # the "input" section of summary.json
+    trace: Trace | None = None
+    scenario: LoadedScenario | None = None
+    warnings: list[str] = field(default_factory=list)
+
+
+def is_scenario(path: Path) -> bool:
+    return path.suffix.lower() in SCENARIO_SUFFIXES
+
+
+def cluster_nodes(trace: Trace, nodes: int | None, gpus_per_node: int) -> tuple[int, str]:
+    """Nodes of the simulated pool and where the figure came from: ``nodes`` when given, else the
+    traced cluster's size (SWF: MaxProcs, else MaxNodes) / ``gpus_per_node``, else the largest job."""
+    if nodes is not None:
+        if nodes < 1:
+            raise InputError("must be at least 1", field="--nodes")
+        return nodes, "--nodes"
+    if trace.capacity_gpus is not None:
+        if trace.capacity_gpus < gpus_per_node:
+            raise InputError(
+                f"the traced cluster ({trace.capacity_source}: {trace.capacity_gpus}) is smaller "
+                f"than one node of {gpus_per_node} GPUs",
+                path=trace.path,
+                field="--gpus-per-node",
+            )
+        return trace.capacity_gpus // gpus_per_node, trace.capacity_source
+    if len(trace.jobs) == 0:
+        raise InputError("no jobs and no cluster size in the trace: give --nodes", path=trace.path)
+    return int(trace.jobs.nodes.max()), "largest job"
+
+
+def load_input(
+    path: Path,
+    *,
+    format: str | None = None,
+    nodes: int | None = None,
+    gpus_per_node: int = 1,
+    skip_bad_lines: bool = False,
+) -> Input:
+    """Read a scenario (synthesising its workload) or a trace."""
+    if is_scenario(path):
+        if nodes is not None:
+            raise InputError("a scenario sizes its pools itself (cluster.pools[].nodes)", field="--nodes")
+        loaded = load_scenario(path)
+        workload = synthesize(loaded)
+        pools = [
+            Pool(
+                pool.name,
+                pool.nodes,
+                pool.gpus_per_node,
+                node_prefix=pool.name,
+                price_per_gpu_hour=pool.price_per_gpu_hour,
+            )
+            for pool in loaded.pools
+        ]
+        info = {
+            "path": str(path),
+            "format": "scenario",
+            "scenario": loaded.scenario.name,
+            "seed": loaded.scenario.seed,
+            "jobs": len(workload.jobs),
+            "services": len(workload.services),
+        }
+        return Input(workload, pools, info, scenario=loaded, warnings=list(loaded.warnings))
+    trace = read_trace(path, format=format, gpus_per_node=gpus_per_node, skip_bad_lines=skip_bad_lines)
+    node_count, capacity_source = cluster_nodes(trace, nodes, gpus_per_node)
+    pools = [Pool("batch", node_count, gpus_per_node)]
+    workload = Workload(jobs=trace.jobs, epoch_s=trace.epoch_s, capacity_gpus=node_count * gpus_per_node)
+    info = {
+        "path": str(path),
+        "format": trace.format,
+        "jobs_read": len(trace.jobs),
+        "skipped_invalid_jobs": trace.skipped_invalid,
+        "skipped_bad_lines": trace.bad_lines,
+        "capacity_source": capacity_source,
+    }
+    warnings = []
+    if trace.skipped_invalid:
+        warnings.append(f"{trace.skipped_invalid} job(s) with no run time or no GPUs were skipped")
+    if trace.bad_lines:
+        warnings.append(f"{trace.bad_lines} malformed line(s) were skipped (--skip-bad-lines)")
+    return Input(workload, pools, info, trace=trace, warnings=warnings)

@@ -1,0 +1,349 @@
+"""The scenario file: an organisation's GPU pools, teams, workloads, policies and targets.
+
+Every section is a pydantic model that refuses unknown keys (with a did-you-mean), so a misspelt
+key is an error, not a silent default. Durations are strings like ``6h``; sizes ``2x8`` (nodes x
+GPUs per node); rates ``20/day``. ``gpuplan schema`` prints the JSON Schema for editors.
+References between sections (a workload's team and pool, a pool's shape) are checked by
+``gpuplan.scenario.load`` so errors point at the line that names them.
+"""
+
+from __future__ import annotations
+
+import difflib
+from datetime import datetime
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, model_validator
+from pydantic_core import PydanticCustomError
+
+from gpuplan.scenario.units import Duration, Rate, SizeMix, parse_size
+
+Level = Literal["none", "low", "medium", "high"]
+
+
+class Section(BaseModel):
+    """Base of every scenario section: frozen, and unknown keys are errors with a did-you-mean."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _known_keys(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            known = set(cls.model_fields)
+            for key in data:
+                if key not in known:
+                    close = difflib.get_close_matches(str(key), known, n=1, cutoff=0.6)
+                    hint = (
+                        f"; did you mean {close[0]!r}?" if close else f" (known: {', '.join(sorted(known))})"
+                    )
+                    raise PydanticCustomError(
+                        "unknown_key", "unknown key {key!r}{hint}", {"key": key, "hint": hint}
+                    )
+        return data
+
+
+# ---- cluster -----------------------------------------------------------------------------------
+
+
+class PoolSpec(Section):
+    """A pool of identical GPU nodes: an OCI shape from the catalogue, or a custom node."""
+
+    name: str = Field(pattern=r"^[a-z0-9]([a-z0-9-]*[a-z0-9])?$", description="lower-case DNS-style name")
+    shape: str | None = Field(None, description="OCI shape, e.g. BM.GPU.H100.8 (see the catalogue)")
+    nodes: int = Field(ge=1, description="nodes in the pool")
+    gpus_per_node: int | None = Field(None, ge=1, description="required for a custom node (no shape)")
+    gpu_model: str | None = None
+    cpus_per_node: int | None = Field(None, ge=1)
+    memory_gb: float | None = Field(None, gt=0)
+    rdma: bool | None = Field(
+        None, description="on an RDMA cluster network (default: the shape's capability)"
+    )
+    price_per_gpu_hour: float | None = Field(
+        None, ge=0, description="USD; overrides the catalogue's list price"
+    )
+
+    @model_validator(mode="after")
+    def _shape_or_size(self) -> PoolSpec:
+        if self.shape is None and self.gpus_per_node is None:
+            raise PydanticCustomError("pool", "a pool needs a shape or gpus_per_node", {})
+        return self
+
+
+class ClusterSpec(Section):
+    pools: list[PoolSpec] = Field(min_length=1)
+
+
+# ---- teams -------------------------------------------------------------------------------------
+
+
+class Team(Section):
+    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+    persona: Literal["researcher", "ml-engineer", "data-scientist", "app-developer", "platform"] = (
+        "researcher"
+    )
+    share: float = Field(
+        1.0, gt=0, description="fair-share weight (Slurm Fairshare, Kueue fair-sharing weight)"
+    )
+    users: int = Field(4, ge=1, description="people submitting jobs (per-user limits apply to each)")
+
+
+# ---- batch workloads ---------------------------------------------------------------------------
+
+
+class Diurnal(Section):
+    """Arrivals follow the working day: a cosine peaking at ``peak_hour`` (local time)."""
+
+    peak_hour: float = Field(14.0, ge=0, lt=24)
+    peak_to_trough: float = Field(3.0, ge=1, description="rate at the peak over rate at the trough")
+
+
+class Weekly(Section):
+    weekend_factor: float = Field(0.4, ge=0, description="Saturday and Sunday rate relative to weekdays")
+
+
+class Burst(Section):
+    """A period of extra load, e.g. before a conference deadline: the rate is multiplied by ``factor``."""
+
+    name: str = "burst"
+    start: Duration = Field(description="from the scenario start")
+    duration: Duration
+    factor: float = Field(gt=0)
+
+
+class Arrival(Section):
+    """A Poisson process whose mean rate is ``rate``, shaped by the day, the week and bursts."""
+
+    rate: Rate = Field(description="mean arrival rate over the week, e.g. '40/day'")
+    diurnal: Diurnal | None = None
+    weekly: Weekly | None = None
+    bursts: list[Burst] = Field(default_factory=list)
+
+
+class LogNormal(Section):
+    """Run times drawn from a lognormal with this median and sigma (of the log)."""
+
+    median: Duration
+    sigma: float = Field(1.0, ge=0)
+    max: Duration | None = None
+
+
+class Empirical(Section):
+    """Run times resampled from a trace's jobs."""
+
+    trace: Path
+    format: str | None = Field(None, description="trace format (default: from the file name)")
+    scale: float = Field(1.0, gt=0)
+
+
+def _duration_kind(data: Any) -> str:
+    return "empirical" if isinstance(data, dict) and "trace" in data else "lognormal"
+
+
+DurationDistribution = Annotated[
+    Annotated[LogNormal, Tag("lognormal")] | Annotated[Empirical, Tag("empirical")],
+    Discriminator(_duration_kind),
+]
+
+
+class TimeLimit(Section):
+    """Requested time limits (``--time``): run time x a lognormal over-request ratio, rounded up.
+
+    Users over-request: a median ratio of 2-5 is common in HPC logs; a ratio below 1 for some jobs
+    means they hit their limit and are killed (Slurm ``TIMEOUT``)."""
+
+    over_request: float = Field(2.0, gt=0, description="median ratio of time limit to run time")
+    sigma: float = Field(0.5, ge=0)
+    round_to: Duration | None = Field(None, description="limits are rounded up to a multiple of this")
+    max: Duration | None = Field(None, description="cap, e.g. the partition's MaxTime")
+
+
+class BatchWorkload(Section):
+    """Jobs submitted by a team: training runs, sweeps, notebooks (interactive), pipeline steps."""
+
+    name: str
+    kind: Literal["batch", "interactive", "pipeline"]
+    team: str
+    pool: str | None = Field(None, description="pool the jobs run on (default: the first that fits)")
+    arrival: Arrival
+    size: SizeMix = Field(description="'1x8', or a mix {'1x8': 70, '4x8': 30} of weights")
+    duration: DurationDistribution
+    time_limit: TimeLimit = TimeLimit()
+    mpi: bool | None = Field(None, description="multi-node jobs over RDMA (default: when a size has >1 node)")
+    checkpoint_interval: Duration | None = None
+
+    def size_mix(self) -> list[tuple[int, int, float]]:
+        """(nodes, GPUs per node, probability) of each size."""
+        total = sum(self.size.values())
+        return [(*parse_size(key), weight / total) for key, weight in self.size.items()]
+
+    @model_validator(mode="after")
+    def _mpi(self) -> BatchWorkload:
+        if self.mpi is False and any(nodes > 1 for nodes, _, _ in self.size_mix()):
+            raise PydanticCustomError(
+                "mpi", "sizes with more than one node need mpi: true (or leave mpi unset)", {}
+            )
+        return self
+
+    @property
+    def multi_node(self) -> bool:
+        return bool(self.mpi) or any(nodes > 1 for nodes, _, _ in self.size_mix())
+
+
+# ---- services ----------------------------------------------------------------------------------
+
+
+class Demand(Section):
+    """Requests per second over time: a daily cosine between ``trough`` and ``peak``, optionally
+    quieter at weekends, or a CSV of ``time_s,requests_per_s`` (repeated to fill the horizon)."""
+
+    peak: float | None = Field(None, ge=0, description="requests/s at the busiest hour")
+    trough: float | None = Field(None, ge=0, description="requests/s at the quietest hour")
+    peak_hour: float = Field(14.0, ge=0, lt=24)
+    weekly: Weekly | None = None
+    noise: float = Field(0.0, ge=0, description="relative standard deviation of 5-minute noise")
+    csv: Path | None = None
+
+    @model_validator(mode="after")
+    def _curve(self) -> Demand:
+        if self.csv is None and (self.peak is None or self.trough is None):
+            raise PydanticCustomError("demand", "give peak and trough requests/s, or a csv", {})
+        if self.csv is None and self.trough > self.peak:  # type: ignore[operator]
+            raise PydanticCustomError(
+                "demand",
+                "trough ({trough}) is above peak ({peak})",
+                {"trough": self.trough, "peak": self.peak},
+            )
+        return self
+
+
+class Replicas(Section):
+    min: int = Field(1, ge=0)
+    max: int = Field(ge=1)
+
+    @model_validator(mode="after")
+    def _bounds(self) -> Replicas:
+        if self.min > self.max:
+            raise PydanticCustomError(
+                "replicas", "min ({min}) is above max ({max})", {"min": self.min, "max": self.max}
+            )
+        return self
+
+
+class ServiceWorkload(Section):
+    """An inference service: a Deployment scaled between replica bounds to follow its demand."""
+
+    name: str
+    kind: Literal["service"]
+    team: str
+    pool: str | None = None
+    gpus_per_replica: int = Field(1, ge=1)
+    throughput_per_replica: float = Field(gt=0, description="requests/s one replica serves within the SLO")
+    replicas: Replicas
+    demand: Demand
+    slo_target: float = Field(0.99, gt=0, le=1, description="share of time demand must be served")
+
+
+# ---- trace-backed workloads --------------------------------------------------------------------
+
+
+class Window(Section):
+    start: Duration = 0.0
+    end: Duration | None = None
+
+
+class TraceSpec(Section):
+    path: Path = Field(description="relative to the scenario file")
+    format: str | None = Field(None, description="swf, philly, chronus, helios (default: from the file name)")
+    team: str | None = Field(None, description="every job goes to this team")
+    team_map: dict[str, str] | None = Field(None, description="trace team (group, VC) -> scenario team")
+    window: Window = Window()
+    load_scale: float = Field(
+        1.0, gt=0, description="2 = arrivals twice as fast (inter-arrival times halved)"
+    )
+    gpus_per_node: int | None = Field(
+        None, ge=1, description="grouping of GPUs into nodes (default: the pool's)"
+    )
+
+    @model_validator(mode="after")
+    def _teams(self) -> TraceSpec:
+        if (self.team is None) == (self.team_map is None):
+            raise PydanticCustomError("trace", "give exactly one of team or team_map", {})
+        return self
+
+
+class TraceWorkload(Section):
+    """Jobs replayed from a trace file."""
+
+    name: str
+    kind: Literal["batch", "interactive", "pipeline"] = "batch"
+    pool: str | None = None
+    trace: TraceSpec
+
+
+def _workload_kind(data: Any) -> str:
+    if isinstance(data, dict):
+        if "trace" in data:
+            return "trace"
+        if data.get("kind") == "service":
+            return "service"
+    return "batch"
+
+
+Workload = Annotated[
+    Annotated[BatchWorkload, Tag("batch")]
+    | Annotated[ServiceWorkload, Tag("service")]
+    | Annotated[TraceWorkload, Tag("trace")],
+    Discriminator(_workload_kind),
+]
+
+
+# ---- organisation, models, targets -------------------------------------------------------------
+
+
+class Organisation(Section):
+    """Answers to the decision guide's questions; the advisor weighs them beside the simulations."""
+
+    kubernetes_skills: Level | None = None
+    containerised: Literal["none", "some", "most", "all"] | None = None
+    existing_slurm_scripts: Level | None = Field(None, description="how much Slurm batch tooling exists")
+    cicd_gitops: Level | None = None
+    self_service: Level | None = Field(None, description="how much teams need self-service namespaces")
+    security_compliance: Literal["standard", "regulated", "strict"] | None = None
+    operational_maturity: Level | None = None
+
+
+class SlurmSettings(Section):
+    """Policy settings of the Slurm model, named as in slurm.conf."""
+
+    backfill: Literal["none", "easy"] = "easy"
+
+
+class Models(Section):
+    slurm: SlurmSettings = SlurmSettings()
+
+
+class Targets(Section):
+    p95_wait: Duration | None = None
+    slo_attainment: float | None = Field(None, gt=0, le=1)
+    gpu_utilization: float | None = Field(None, gt=0, le=1)
+    budget_usd_per_month: float | None = Field(None, gt=0)
+
+
+class Scenario(Section):
+    """An organisation's GPU platform: what runs, on what, under which targets."""
+
+    name: str
+    description: str = ""
+    seed: int = 0
+    horizon: Duration = Field(30 * 86400.0, gt=0, description="span of synthesised arrivals")
+    start: datetime = Field(
+        datetime(2026, 1, 5), description="wall-clock time of t = 0 (a Monday by default), for daily profiles"
+    )
+    cluster: ClusterSpec
+    teams: list[Team] = Field(min_length=1)
+    workloads: list[Workload] = Field(min_length=1)
+    organisation: Organisation = Organisation()
+    models: Models = Models()
+    targets: Targets = Targets()
