@@ -99,7 +99,7 @@ def _clean_loc(loc: tuple[str | int, ...], located: Located) -> Loc:
 def _message(error: Any) -> tuple[Loc, str]:
     loc = tuple(error["loc"])
     if error["type"] == "unknown_key":
-        loc = (*loc, str(error["ctx"]["key"]))
+        loc = (*loc, str(error["ctx"]["name"]))
     if error["type"] == "missing":
         return loc, "required key is missing"
     message = str(error["msg"])

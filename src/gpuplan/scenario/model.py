@@ -39,7 +39,9 @@ class Section(BaseModel):
                         f"; did you mean {close[0]!r}?" if close else f" (known: {', '.join(sorted(known))})"
                     )
                     raise PydanticCustomError(
-                        "unknown_key", "unknown key {key!r}{hint}", {"key": key, "hint": hint}
+                        "unknown_key",
+                        "unknown key {key}{hint}",
+                        {"key": repr(key), "name": key, "hint": hint},
                     )
         return data
 
@@ -138,7 +140,10 @@ class Empirical(Section):
 
 
 def _duration_kind(data: Any) -> str:
-    return "empirical" if isinstance(data, dict) and "trace" in data else "lognormal"
+    # called with the file's mapping when validating and with the model when serialising
+    if isinstance(data, Empirical) or (isinstance(data, dict) and "trace" in data):
+        return "empirical"
+    return "lognormal"
 
 
 DurationDistribution = Annotated[
@@ -283,11 +288,11 @@ class TraceWorkload(Section):
 
 
 def _workload_kind(data: Any) -> str:
-    if isinstance(data, dict):
-        if "trace" in data:
-            return "trace"
-        if data.get("kind") == "service":
-            return "service"
+    # called with the file's mapping when validating and with the model when serialising
+    if isinstance(data, TraceWorkload) or (isinstance(data, dict) and "trace" in data):
+        return "trace"
+    if isinstance(data, ServiceWorkload) or (isinstance(data, dict) and data.get("kind") == "service"):
+        return "service"
     return "batch"
 
 

@@ -20,20 +20,20 @@ def parse_duration(value: Any) -> float:
     """Seconds from ``"6h"`` (or a plain number of seconds)."""
     if isinstance(value, bool):
         raise PydanticCustomError(
-            "duration", "expected a duration like '6h', got {value!r}", {"value": value}
+            "duration", "expected a duration like '6h', got {value}", {"value": repr(value)}
         )
     if isinstance(value, int | float):
         if value < 0:
             raise PydanticCustomError(
-                "duration", "a duration cannot be negative, got {value}", {"value": value}
+                "duration", "a duration cannot be negative, got {value}", {"value": repr(value)}
             )
         return float(value)
     match = _DURATION.match(str(value))
     if not match:
         raise PydanticCustomError(
             "duration",
-            "expected a duration like '90s', '30m', '6h' or '14d', got {value!r}",
-            {"value": value},
+            "expected a duration like '90s', '30m', '6h' or '14d', got {value}",
+            {"value": repr(value)},
         )
     return float(match.group(1)) * SECONDS[match.group(2)]
 
@@ -45,7 +45,7 @@ def parse_rate(value: Any) -> float:
     match = _RATE.match(str(value))
     if not match:
         raise PydanticCustomError(
-            "rate", "expected a rate like '20/day', '3/h' or '0.5/s', got {value!r}", {"value": value}
+            "rate", "expected a rate like '20/day', '3/h' or '0.5/s', got {value}", {"value": repr(value)}
         )
     unit = _RATE_UNITS.get(match.group(2), match.group(2))
     return float(match.group(1)) / SECONDS[unit]
@@ -59,12 +59,14 @@ def parse_size(value: Any) -> tuple[int, int]:
         match = _SIZE.match(str(value)) if isinstance(value, str) else None
         if not match:
             raise PydanticCustomError(
-                "size", "expected a size like '2x8' (nodes x GPUs per node), got {value!r}", {"value": value}
+                "size",
+                "expected a size like '2x8' (nodes x GPUs per node), got {value}",
+                {"value": repr(value)},
             )
         nodes, gpus = int(match.group(1)), int(match.group(2))
     if not (isinstance(nodes, int) and isinstance(gpus, int)) or nodes < 1 or gpus < 1:
         raise PydanticCustomError(
-            "size", "a size needs at least 1 node and 1 GPU, got {value!r}", {"value": value}
+            "size", "a size needs at least 1 node and 1 GPU, got {value}", {"value": repr(value)}
         )
     return nodes, gpus
 
@@ -77,14 +79,14 @@ def parse_size_mix(value: Any) -> dict[str, float]:
     if not isinstance(value, dict) or not value:
         raise PydanticCustomError(
             "size",
-            "expected a size like '1x8' or a mix like {{'1x8': 70, '4x8': 30}}, got {value!r}",
-            {"value": value},
+            "expected a size like '1x8' or a mix like {{'1x8': 70, '4x8': 30}}, got {value}",
+            {"value": repr(value)},
         )
     mix = {}
     for key, weight in value.items():
         parse_size(key)
         if isinstance(weight, bool) or not isinstance(weight, int | float) or not weight > 0:
-            raise PydanticCustomError("size", "the weight of {key!r} must be a number > 0", {"key": key})
+            raise PydanticCustomError("size", "the weight of {key} must be a number > 0", {"key": repr(key)})
         mix[str(key)] = float(weight)
     return mix
 
