@@ -91,3 +91,22 @@ def _workload_kinds(path: Path) -> dict[str, str]:
     from gpuplan.scenario.load import load_scenario
 
     return {w.name: getattr(w, "kind", "batch") for w in load_scenario(path).scenario.workloads}
+
+
+SHARED_PHILLY = Path(__file__).resolve().parents[2] / "shared" / "traces" / "gpu" / "philly_jobs_adaptdl.csv.gz"
+
+
+@pytest.mark.parametrize(
+    ("path", "jobs"),
+    [(EXAMPLES / "philly_vc11cb48_week.csv.gz", 1337), (SHARED_PHILLY, 82247)],
+    ids=["the bundled Philly week", "the shared Philly trace"],
+)
+def test_inspect_tells_a_philly_csv_by_its_header(tmp_path: Path, path: Path, jobs: int) -> None:
+    if not path.exists():
+        pytest.skip(f"{path} is absent (a fresh clone has no ../shared)")
+    result = runner.invoke(app, ["inspect", str(path), "--json", "--out", str(tmp_path)])
+    assert result.exit_code == 0, result.stderr
+    figures = json.loads(result.stdout)
+    assert figures["input"]["format"] == "philly" and figures["jobs"] == jobs
+    assert figures["profile_clock"] == "UTC wall clock"
+    assert sum(team["jobs"] for team in figures["by_team"].values()) == jobs

@@ -10,7 +10,7 @@ from typing import Any
 from gpuplan.errors import InputError
 from gpuplan.scenario.load import LoadedScenario, load_scenario
 from gpuplan.sim.cluster import Pool
-from gpuplan.workload.readers import read_trace
+from gpuplan.workload.readers import default_gpus_per_node, detect_format, read_trace
 from gpuplan.workload.synthesis import Workload, synthesize
 from gpuplan.workload.trace import Trace
 
@@ -57,13 +57,15 @@ def load_input(
     *,
     format: str | None = None,
     nodes: int | None = None,
-    gpus_per_node: int = 1,
+    gpus_per_node: int | None = None,
     skip_bad_lines: bool = False,
 ) -> Input:
     """Read a scenario (synthesising its workload) or a trace."""
     if is_scenario(path):
-        if nodes is not None:
-            raise InputError("a scenario sizes its pools itself (cluster.pools[].nodes)", field="--nodes")
+        if nodes is not None or gpus_per_node is not None:
+            raise InputError(
+                "a scenario sizes its own pools (cluster.pools)", field="--nodes/--gpus-per-node"
+            )
         loaded = load_scenario(path)
         workload = synthesize(loaded)
         pools = [
@@ -85,6 +87,9 @@ def load_input(
             "services": len(workload.services),
         }
         return Input(workload, pools, info, scenario=loaded, warnings=list(loaded.warnings))
+    format = format or detect_format(path)
+    if gpus_per_node is None:
+        gpus_per_node = default_gpus_per_node(format)
     trace = read_trace(path, format=format, gpus_per_node=gpus_per_node, skip_bad_lines=skip_bad_lines)
     node_count, capacity_source = cluster_nodes(trace, nodes, gpus_per_node)
     pools = [Pool("batch", node_count, gpus_per_node)]

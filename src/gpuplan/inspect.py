@@ -15,7 +15,7 @@ from gpuplan.workload.characterize import characterize
 class InspectRequest:
     input: Path
     format: str | None = None
-    gpus_per_node: int = 1
+    gpus_per_node: int | None = None  # default: 1 for SWF, 8 for GPU traces
     nodes: int | None = None  # cluster size for the offered load (traces)
     skip_bad_lines: bool = False
     out: Path = Path("gpuplan-out")

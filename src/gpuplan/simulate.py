@@ -28,7 +28,7 @@ class SimulateRequest:
     backfill: str | None = None  # default: the scenario's models.slurm.backfill, else easy
     format: str | None = None  # trace format (default: from the file name)
     nodes: int | None = None  # overrides the trace header
-    gpus_per_node: int = 1
+    gpus_per_node: int | None = None  # default: 1 for SWF, 8 for GPU traces
     skip_bad_lines: bool = False
     out: Path = Path("gpuplan-out")
 

@@ -17,12 +17,16 @@ JsonOption = Annotated[bool, typer.Option("--json", help="Print the figures as J
 QuietOption = Annotated[bool, typer.Option("--quiet", "-q", help="Print nothing but errors.")]
 FormatOption = Annotated[
     str | None,
-    typer.Option("--format", help="Trace format: swf, philly, chronus, helios [default: from the name]."),
+    typer.Option(
+        "--format", help="Trace format: swf, philly, chronus, helios, acme [default: told from the file]."
+    ),
 ]
 GpusPerNodeOption = Annotated[
-    int,
+    int | None,
     typer.Option(
-        help="GPUs per node: trace GPUs (SWF processors) are grouped into nodes of this size.", min=1
+        help="GPUs per node: a trace's GPUs (SWF processors) are grouped into nodes of this size "
+        "[default: 1 for SWF, 8 for GPU traces].",
+        min=1,
     ),
 ]
 SkipBadLinesOption = Annotated[

@@ -26,7 +26,7 @@ from gpuplan.cli.common import (
 def inspect(
     input: Annotated[Path, typer.Argument(help="Trace or scenario (.yaml) to characterise.")],
     trace_format: FormatOption = None,
-    gpus_per_node: GpusPerNodeOption = 1,
+    gpus_per_node: GpusPerNodeOption = None,
     nodes: Annotated[
         int | None, typer.Option(help="Nodes of the cluster, for the offered load of a trace.", min=1)
     ] = None,

@@ -47,7 +47,7 @@ def simulate(
         int | None,
         typer.Option(help="Nodes in a trace's cluster [default: its MaxProcs / GPUs per node].", min=1),
     ] = None,
-    gpus_per_node: GpusPerNodeOption = 1,
+    gpus_per_node: GpusPerNodeOption = None,
     out: OutOption = Path("gpuplan-out"),
     json_output: JsonOption = False,
     skip_bad_lines: SkipBadLinesOption = False,

@@ -11,458 +11,127 @@ S-Lab-System-Group/ChronusArtifact:code/data/exp/trace_job_Philly_MIX1.csv. Head
 num_gpu, submit_time, iterations, model_name, duration, interval, expect_time_list, expect_value_list,
 best_effort, job_type``; ``user`` is the VC (``vc_*``), times are seconds.
 
-CSV reading (``read_csv_columns``, also used by helios.py): the first line is the header; a reader asks
-for columns by name, so their order and any other columns do not matter. Blank lines are skipped.
-Fast path: blocks of whole lines parsed by pyarrow and converted a column at a time. A block that does
-not convert is read again row by row with Python's csv module, only to name the first bad line and
-column or, with skip_bad_lines, to skip and count bad rows. From the first block with a double quote on
-(a quoted field may hold a line break), the rest of the file is read row by row. The file streams:
-only one block of text is held at a time, besides the columns read so far.
+The CSV reading itself is in csvcolumns.py.
 """
 
 from __future__ import annotations
 
-import csv
-import gzip
-import itertools
-import math
-import re
-import zlib
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import IO, Any, Literal
 
 import numpy as np
-import numpy.typing as npt
 
-from gpuplan.errors import InputError
-from gpuplan.workload.jobtable import JobTable, Labels, split_gpus
+from gpuplan.workload.csvcolumns import (
+    Column,
+    check_gpus_per_node,
+    gpu_trace,
+    job_ids,
+    missing_column,
+    read_csv_columns,
+    since_earliest,
+)
+from gpuplan.workload.jobtable import Labels, split_gpus
 from gpuplan.workload.trace import Trace
 
-Float64 = npt.NDArray[np.float64]
-Int64 = npt.NDArray[np.int64]
-Bool = npt.NDArray[np.bool_]
-
-# How a column's cells parse:
-#   whole     a whole number below 2^31 ("8" or "8.0")
-#   number    a finite number
-#   flag      0 or 1
-#   datetime  ISO 8601 "YYYY-MM-DD HH:MM:SS", to Unix seconds; a time without a zone offset is UTC
-#   time      datetime or number (seconds), as the first data row's cell of the first time column is
-#   text      any text, stripped
-#   id        any text; read as int64 when every id in the file is a plain unsigned integer
-Kind = Literal["whole", "number", "flag", "datetime", "time", "text", "id"]
-
-BLOCK_BYTES = 1 << 22  # text parsed at a time by the fast path
-SLOW_ROWS = 8192  # rows converted at a time by the slow path
-WHOLE_LIMIT = 2**31
-
-_EXPECTED = {
-    "whole": "a whole number",
-    "number": "a number",
-    "flag": "0 or 1",
-    "datetime": "a date and time (YYYY-MM-DD HH:MM:SS)",
-}
-_DATETIME = (
-    r"^[0-9]{4}-[0-9]{2}-[0-9]{2}[ T][0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{1,9})?(Z|[+-][0-9]{2}:[0-9]{2})?$"
+PHILLY_COLUMNS = (
+    Column("timestamp", "datetime"),
+    Column("duration", "number"),
+    Column("num_gpus", "whole"),
+    Column("cluster", "text"),
+    Column("job_id", "id", required=False),
+    Column("user", "text", required=False),
 )
-_ZONE = r"(Z|[+-][0-9]{2}:[0-9]{2})$"
-_ID = re.compile(r"[0-9]{1,18}")
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-_MICROSECOND = timedelta(microseconds=1)
 
 
-@dataclass(frozen=True)
-class Column:
-    """A CSV column a reader uses, by its header name."""
+def read_philly(path: Path | str, *, gpus_per_node: int = 8, skip_bad_lines: bool = False) -> Trace:
+    """Read the Pollux/AdaptDL Philly CSV (or ``.csv.gz``) into a job table.
 
-    name: str
-    kind: Kind
-    required: bool = True  # must be in the header
-    blank_ok: bool = False  # an empty cell reads as NaN instead of being an error (text is "" anyway)
+    Mapping: submit = ``timestamp``, as seconds from the earliest submit; ``Trace.epoch_s`` is that
+    earliest timestamp as Unix time, reading the timestamps as UTC (the file does not say their zone).
+    Run time = ``duration``; no time limit (NaN). ``num_gpus`` GPUs ask ceil(G / gpus_per_node) nodes
+    with ceil(G / nodes) GPUs each. Team = ``cluster`` (the VC); user "unknown" (the file has none)
+    unless a ``user`` column is present. Job id = the 1-based data row number, unless the file has a
+    ``job_id`` column of whole numbers. kind "batch"; state "unknown" (not recorded). A row with
+    num_gpus <= 0 or duration < 0 is skipped and counted in ``skipped_invalid``.
 
-
-@dataclass(frozen=True)
-class CsvColumns:
-    """The columns read from a CSV file, one entry per good row."""
-
-    header: tuple[str, ...]
-    line: Int64  # line of each row (1-based; the header is line 1)
-    row: Int64  # 1-based data row number, counting bad rows too (blank lines do not count)
-    bad_lines: int
-    time_kind: Literal["datetime", "number"] | None  # what "time" columns held; None if none were read
-    values: dict[str, Any] = field(repr=False)
-
-    def __contains__(self, name: object) -> bool:
-        return name in self.values
-
-    def number(self, name: str) -> Float64:
-        value: Float64 = self.values[name]
-        return value
-
-    def text(self, name: str) -> Labels:
-        value: Labels = self.values[name]
-        return value
-
-    def ids(self, name: str) -> Int64 | None:
-        """Integer ids, or None when some id in the file is not a plain unsigned integer."""
-        value: Int64 | None = self.values[name]
-        return value
-
-
-class _Reject(Exception):
-    """The fast path cannot convert a block; the slow path reads it row by row."""
+    Raises InputError naming the file, line and column of the first malformed row, unless
+    ``skip_bad_lines``, which skips and counts malformed rows instead.
+    """
+    path = Path(path)
+    check_gpus_per_node(gpus_per_node)
+    table = read_csv_columns(path, PHILLY_COLUMNS, skip_bad_lines=skip_bad_lines)
+    gpus, duration = table.number("num_gpus"), table.number("duration")
+    valid = (gpus > 0) & (duration >= 0)
+    submit_s, epoch_s = since_earliest(table.number("timestamp"), valid)
+    nodes, per_node = split_gpus(gpus, gpus_per_node)
+    team = table.text("cluster")
+    return gpu_trace(
+        path,
+        "philly",
+        table,
+        valid,
+        job_id=job_ids(table, "job_id"),
+        user=table.text("user") if "user" in table else Labels.constant("", len(valid)),
+        team=team,
+        submit_s=submit_s,
+        duration_s=duration,
+        nodes=nodes,
+        gpus_per_node=per_node,
+        epoch_s=epoch_s,
+    )
 
 
-@dataclass
-class _Chunk:
-    line: Int64
-    row: Int64
-    values: dict[str, Any]
+CHRONUS_COLUMNS = (
+    Column("job_id", "id"),
+    Column("user", "text"),
+    Column("num_gpu", "whole"),
+    Column("submit_time", "number"),
+    Column("duration", "number"),
+    Column("best_effort", "flag", required=False),
+    Column("job_type", "text", required=False),
+)
+_JOB_TYPES = {"best": "best-effort", "strict": "slo"}
 
 
-def missing_column(path: Path, header: Sequence[str], name: str) -> InputError:
-    has = ", ".join(header) if header else "no columns"
-    return InputError(f"missing column (the header has: {has})", path=path, line=1, field=name)
+def read_chronus(path: Path | str, *, gpus_per_node: int = 8, skip_bad_lines: bool = False) -> Trace:
+    """Read the Chronus Philly mix CSV (or ``.csv.gz``) into a job table.
 
+    Mapping: job id = ``job_id`` (the 1-based data row number if some id is not a whole number);
+    submit = ``submit_time`` in seconds, as in the file (no epoch); run time = ``duration``; no time
+    limit (NaN). User and team = ``user`` (the VC, ``vc_*``). qos = "best-effort" where
+    ``best_effort`` is 1 and "slo" where it is 0; a file without ``best_effort`` uses ``job_type``
+    ("best" -> "best-effort", "strict" -> "slo"). ``num_gpu`` GPUs group into nodes as in
+    ``read_philly``. kind "batch"; state "unknown". A row with num_gpu <= 0 or duration < 0 is skipped
+    and counted in ``skipped_invalid``. Errors as in ``read_philly``.
+    """
+    path = Path(path)
+    check_gpus_per_node(gpus_per_node)
 
-def read_csv_columns(
-    path: Path,
-    columns: Sequence[Column],
-    *,
-    skip_bad_lines: bool = False,
-    check_header: Callable[[tuple[str, ...]], None] | None = None,
-) -> CsvColumns:
-    """Read ``columns`` of a CSV (or ``.csv.gz``) file.
+    def check_header(header: tuple[str, ...]) -> None:
+        if "best_effort" not in header and "job_type" not in header:
+            raise missing_column(path, header, "best_effort")
 
-    A missing required column raises InputError at line 1; a malformed row raises InputError naming
-    the line and column, unless ``skip_bad_lines``, which skips and counts it. ``check_header`` may
-    raise further header errors (e.g. "one of these columns")."""
-    try:
-        stream: IO[bytes] = gzip.open(path, "rb") if path.name.endswith(".gz") else path.open("rb")
-    except FileNotFoundError:
-        raise InputError("no such file", path=path) from None
-    except OSError as exc:
-        raise InputError(f"cannot read: {exc}", path=path) from None
-    try:
-        with stream:
-            return _CsvReader(path, columns, skip_bad_lines, check_header).read(_blocks(stream))
-    except (OSError, EOFError, zlib.error) as exc:
-        raise InputError(f"cannot read: {exc}", path=path) from None
-
-
-def _blocks(stream: IO[bytes]) -> Iterator[bytes]:
-    """The file in blocks of whole lines: each ends with a line break, except perhaps the last."""
-    rest = b""
-    while data := stream.read(BLOCK_BYTES):
-        data = rest + data
-        cut = data.rfind(b"\n") + 1
-        rest = data[cut:]
-        if cut:
-            yield data[:cut]
-    if rest:
-        yield rest
-
-
-def _text_lines(blocks: Iterable[bytes]) -> Iterator[str]:
-    """Lines (with their "\\n") of blocks of whole lines; odd bytes become U+FFFD."""
-    for block in blocks:
-        parts = block.decode("utf-8", errors="replace").split("\n")
-        last = parts.pop()
-        yield from (part + "\n" for part in parts)
-        if last:
-            yield last
-
-
-def _records(lines: Iterable[str], first_line: int) -> Iterator[tuple[int, list[str] | str]]:
-    """(first line, fields) of each CSV record that is not blank; fields is a message if malformed."""
-    reader = csv.reader(lines)
-    start = first_line
-    while True:
-        try:
-            fields: list[str] | str = next(reader)
-        except StopIteration:
-            return
-        except csv.Error as exc:
-            fields = f"not valid CSV: {exc}"
-        if isinstance(fields, str) or len(fields) > 1 or (fields and fields[0].strip()):
-            yield start, fields
-        start = first_line + reader.line_num
-
-
-def _all(mask: Any) -> bool:
-    import pyarrow.compute as pc
-
-    return pc.all(mask).as_py() is not False  # None when empty or all null
-
-
-class _CsvReader:
-    def __init__(
-        self,
-        path: Path,
-        columns: Sequence[Column],
-        skip_bad_lines: bool,
-        check_header: Callable[[tuple[str, ...]], None] | None,
-    ) -> None:
-        self.path = path
-        self.wanted = columns
-        self.skip_bad_lines = skip_bad_lines
-        self.check_header = check_header
-        self.header: tuple[str, ...] = ()
-        self.columns: list[tuple[int, Column]] = []  # present columns, in header order
-        self.time_kind: Literal["datetime", "number"] | None = None
-        self.first_time: int | None = None  # header index of the column that decides time_kind
-        self.labels: dict[str, dict[str, int]] = {}
-        self.chunks: list[_Chunk] = []
-        self.rows = 0  # data rows seen (good or bad)
-        self.bad = 0
-
-    # -- driving -------------------------------------------------------------------------------------
-
-    def read(self, blocks: Iterator[bytes]) -> CsvColumns:
-        first = next(blocks, b"")
-        end = first.find(b"\n") + 1 or len(first)
-        self._set_header(first[:end])
-        rest = itertools.chain([first[end:]], blocks)
-        line = 2
-        for block in rest:
-            if b'"' in block:  # quoted fields may span lines: Python's csv module from here on
-                self._read_slowly(_text_lines(itertools.chain([block], rest)), line)
-                break
-            chunk = self._fast(block, line)
-            if chunk is None:
-                self._read_slowly(_text_lines([block]), line)
-            else:
-                self.chunks.append(chunk)
-            line += block.count(b"\n")
-        return self._result()
-
-    def _set_header(self, raw: bytes) -> None:
-        text = raw.decode("utf-8", errors="replace").removeprefix("\ufeff")
-        names = next(csv.reader([text.rstrip("\r\n")]), []) if text.strip() else []
-        self.header = tuple(name.strip() for name in names)
-        index = {}
-        for i, name in enumerate(self.header):
-            index.setdefault(name, i)
-        for column in self.wanted:
-            if column.name in index:
-                self.columns.append((index[column.name], column))
-                if column.kind == "text":
-                    self.labels[column.name] = {}
-                if column.kind == "time" and self.first_time is None:
-                    self.first_time = index[column.name]
-            elif column.required:
-                raise missing_column(self.path, self.header, column.name)
-        self.columns.sort(key=lambda item: item[0])
-        if self.check_header is not None:
-            self.check_header(self.header)
-
-    def _decide_time(self, cell: str) -> None:
-        if self.time_kind is None and self.first_time is not None:
-            try:
-                float(cell)
-                self.time_kind = "number"
-            except ValueError:
-                self.time_kind = "datetime"
-
-    def _kind(self, column: Column) -> Kind:
-        return (self.time_kind or "datetime") if column.kind == "time" else column.kind
-
-    # -- fast path: pyarrow over a block without quotes -------------------------------------------------
-
-    def _fast(self, block: bytes, first_line: int) -> _Chunk | None:
-        import pyarrow as pa
-        import pyarrow.csv as pacsv
-
-        if block.count(b"\r") != block.count(b"\r\n"):
-            return None  # pyarrow would take a lone "\r" for a line break; Python's csv does not
-        data = np.frombuffer(block, dtype=np.uint8)
-        ends = np.flatnonzero(data == 10)
-        starts = np.concatenate(([0], ends + 1))
-        stops = np.concatenate((ends, [len(block)]))
-        if starts[-1] == len(block):
-            starts, stops = starts[:-1], stops[:-1]
-        length = stops - starts
-        length -= (length > 0) & (data[np.maximum(stops - 1, 0)] == 13)  # "\r\n"
-        lines = first_line + np.flatnonzero(length > 0).astype(np.int64)
-        values: dict[str, Any] = {}
-        if len(lines):
-            names = [f"f{i}" for i in range(len(self.header))]
-            try:
-                table = pacsv.read_csv(
-                    pa.py_buffer(block),
-                    read_options=pacsv.ReadOptions(column_names=names),
-                    parse_options=pacsv.ParseOptions(newlines_in_values=False),
-                    convert_options=pacsv.ConvertOptions(
-                        include_columns=[names[i] for i, _ in self.columns],
-                        column_types={names[i]: pa.string() for i, _ in self.columns},
-                    ),
-                )
-                if table.num_rows != len(lines):
-                    return None
-                if self.first_time is not None and self.time_kind is None:
-                    self._decide_time(table.column(names[self.first_time])[0].as_py())
-                for i, column in self.columns:
-                    values[column.name] = self._convert(table.column(names[i]).combine_chunks(), column)
-            except (pa.ArrowException, _Reject):
-                return None
-        else:
-            values = {column.name: self._empty(column) for _, column in self.columns}
-        rows = self.rows + 1 + np.arange(len(lines), dtype=np.int64)
-        self.rows += len(lines)
-        return _Chunk(lines, rows, values)
-
-    def _convert(self, array: Any, column: Column) -> Any:
-        import pyarrow as pa
-        import pyarrow.compute as pc
-
-        array = pc.utf8_trim_whitespace(array)
-        kind = self._kind(column)
-        if kind == "text":
-            encoded = array.dictionary_encode()
-            return self._codes(column.name, encoded.dictionary.to_pylist(), encoded.indices.to_numpy())
-        if kind == "id":
-            if not _all(pc.match_substring_regex(array, "^[0-9]{1,18}$")):
-                return None
-            return pc.cast(array, pa.int64()).to_numpy()
-        if column.blank_ok:
-            array = pc.if_else(pc.equal(array, ""), pa.scalar(None, pa.string()), array)
-        known = ~array.is_null().to_numpy(zero_copy_only=False)
-        if kind == "datetime":
-            if not _all(pc.match_substring_regex(array, _DATETIME)):
-                raise _Reject
-            zoned = int(pc.sum(pc.match_substring_regex(array, _ZONE)).as_py() or 0)
-            if zoned not in (0, int(known.sum())):
-                raise _Reject
-            stamps = pc.cast(array, pa.timestamp("us", tz="UTC" if zoned else None))
-            micros = pc.cast(pc.cast(stamps, pa.int64()), pa.float64()).to_numpy(zero_copy_only=False)
-            return micros / 1e6
-        values = pc.cast(array, pa.float64()).to_numpy(zero_copy_only=False)
-        if not _numbers_ok(values[known], kind):
-            raise _Reject
-        return values
-
-    # -- slow path: Python's csv module, row by row -------------------------------------------------------
-
-    def _read_slowly(self, lines: Iterable[str], first_line: int) -> None:
-        records = _records(lines, first_line)
-        while batch := list(itertools.islice(records, SLOW_ROWS)):
-            self.chunks.append(self._slow(batch))
-
-    def _slow(self, records: list[tuple[int, list[str] | str]]) -> _Chunk:
-        cells: dict[str, list[Any]] = {column.name: [] for _, column in self.columns}
-        lines: list[int] = []
-        rows: list[int] = []
-        for line, fields in records:
-            self.rows += 1
-            try:
-                values = self._parse(line, fields)
-            except InputError:
-                if not self.skip_bad_lines:
-                    raise
-                self.bad += 1
-                continue
-            for (_, column), value in zip(self.columns, values, strict=True):
-                cells[column.name].append(value)
-            lines.append(line)
-            rows.append(self.rows)
-        values_of: dict[str, Any] = {}
-        for _, column in self.columns:
-            got = cells[column.name]
-            kind = self._kind(column)
-            if kind == "text":
-                values_of[column.name] = self._codes(column.name, got, None)
-            elif kind == "id":
-                values_of[column.name] = None if None in got else np.array(got, dtype=np.int64)
-            else:
-                values_of[column.name] = np.array(got, dtype=np.float64)
-        return _Chunk(np.array(lines, dtype=np.int64), np.array(rows, dtype=np.int64), values_of)
-
-    def _parse(self, line: int, fields: list[str] | str) -> list[Any]:
-        if isinstance(fields, str):
-            raise InputError(fields, path=self.path, line=line)
-        if self.first_time is not None and self.time_kind is None:
-            self._decide_time(fields[self.first_time] if self.first_time < len(fields) else "")
-        if len(fields) != len(self.header):
-            where = self.header[len(fields)] if len(fields) < len(self.header) else f"column {len(fields)}"
-            message = f"expected {len(self.header)} columns as in the header, found {len(fields)}"
-            raise InputError(message, path=self.path, line=line, field=where)
-        values = []
-        for index, column in self.columns:
-            try:
-                values.append(self._cell(fields[index], column))
-            except ValueError as exc:
-                raise InputError(str(exc), path=self.path, line=line, field=column.name) from None
-        return values
-
-    def _cell(self, text: str, column: Column) -> Any:
-        """One cell the way the fast path reads it; ValueError with the message if it is bad."""
-        kind = self._kind(column)
-        cell = text.strip()
-        if kind == "text":
-            return cell
-        if kind == "id":
-            return int(cell) if _ID.fullmatch(cell) else None
-        if column.blank_ok and not cell:
-            return math.nan
-        if kind == "datetime":
-            try:
-                stamp = datetime.fromisoformat(cell)
-                if stamp.tzinfo is None:
-                    stamp = stamp.replace(tzinfo=UTC)
-                return ((stamp - _EPOCH) // _MICROSECOND) / 1e6
-            except (ValueError, OverflowError):
-                raise ValueError(f"expected {_EXPECTED[kind]}, got {text!r}") from None
-        try:
-            value = float(cell)
-        except ValueError:
-            value = math.nan
-        if not _numbers_ok(np.array([value]), kind):
-            if kind == "whole" and math.isfinite(value) and value == round(value):
-                raise ValueError(f"expected a whole number below 2^31, got {text!r}")
-            what = "a number of seconds" if column.kind == "time" else _EXPECTED[kind]
-            raise ValueError(f"expected {what}, got {text!r}")
-        return value
-
-    # -- results ----------------------------------------------------------------------------------------
-
-    def _codes(self, name: str, labels: list[str], at: npt.NDArray[Any] | None) -> npt.NDArray[np.int32]:
-        """Codes of ``labels`` (or of ``labels[at]``) in column ``name``'s dictionary for the whole file."""
-        index = self.labels[name]
-        codes = np.array([index.setdefault(label, len(index)) for label in labels], dtype=np.int32)
-        return codes if at is None else codes[at]
-
-    def _empty(self, column: Column) -> Any:
-        kind = self._kind(column)
-        if kind == "text":
-            return np.zeros(0, dtype=np.int32)
-        return np.zeros(0, dtype=np.int64 if kind == "id" else np.float64)
-
-    def _result(self) -> CsvColumns:
-        chunks = self.chunks
-        values: dict[str, Any] = {}
-        for _, column in self.columns:
-            parts = [chunk.values[column.name] for chunk in chunks] or [self._empty(column)]
-            if self._kind(column) == "text":
-                codes = np.concatenate(parts).astype(np.int32)
-                values[column.name] = Labels(codes, tuple(self.labels[column.name]))
-            elif self._kind(column) == "id" and any(part is None for part in parts):
-                values[column.name] = None
-            else:
-                values[column.name] = np.concatenate(parts)
-        line = np.concatenate([c.line for c in chunks]) if chunks else np.zeros(0, dtype=np.int64)
-        row = np.concatenate([c.row for c in chunks]) if chunks else np.zeros(0, dtype=np.int64)
-        time_kind = self.time_kind if self.first_time is not None else None
-        return CsvColumns(self.header, line, row, self.bad, time_kind, values)
-
-
-def _numbers_ok(values: Float64, kind: Kind) -> bool:
-    if not np.isfinite(values).all():
-        return False
-    if kind == "whole":
-        return bool(((values == np.round(values)) & (np.abs(values) < WHOLE_LIMIT)).all())
-    if kind == "flag":
-        return bool(((values == 0) | (values == 1)).all())
-    return True
+    table = read_csv_columns(path, CHRONUS_COLUMNS, skip_bad_lines=skip_bad_lines, check_header=check_header)
+    gpus, duration = table.number("num_gpu"), table.number("duration")
+    valid = (gpus > 0) & (duration >= 0)
+    nodes, per_node = split_gpus(gpus, gpus_per_node)
+    if "best_effort" in table:
+        qos = Labels(table.number("best_effort").astype(np.int32), ("slo", "best-effort"))
+    else:
+        job_type = table.text("job_type")
+        qos = Labels(job_type.codes, tuple(_JOB_TYPES.get(t.lower(), t.lower()) for t in job_type.labels))
+    user = table.text("user")
+    return gpu_trace(
+        path,
+        "chronus",
+        table,
+        valid,
+        job_id=job_ids(table, "job_id"),
+        user=user,
+        team=user,
+        submit_s=table.number("submit_time"),
+        duration_s=duration,
+        nodes=nodes,
+        gpus_per_node=per_node,
+        epoch_s=None,
+        qos=qos,
+    )

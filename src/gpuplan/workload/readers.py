@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import gzip
 from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
 
 from gpuplan.errors import InputError
 from gpuplan.sim.registry import Registry
+from gpuplan.workload.helios import read_helios
+from gpuplan.workload.philly import read_chronus, read_philly
 from gpuplan.workload.swf import read_swf
 from gpuplan.workload.trace import Trace
 
@@ -18,8 +21,12 @@ class TraceReader(Protocol):
 
 READERS = Registry[TraceReader]("trace format")
 READERS.register("swf", read_swf)
+READERS.register("philly", read_philly)  # Pollux/AdaptDL's Philly job list
+READERS.register("chronus", read_chronus)  # Chronus's Philly SLO/best-effort mix
+READERS.register("helios", read_helios)  # Helios cluster_log.csv and Acme trace_*.csv, by header
+READERS.register("acme", read_helios)
 
-# File name endings that name a format without asking the user.
+# File name endings that name a format.
 SUFFIXES: dict[str, str] = {
     ".swf": "swf",
     ".swf.gz": "swf",
@@ -27,18 +34,66 @@ SUFFIXES: dict[str, str] = {
     ".alea-swf.gz": "swf",
 }
 
+# The GPU traces are all CSV with different columns: a CSV's format is told by the columns of its header.
+CSV_SIGNATURES: dict[str, frozenset[str]] = {
+    "philly": frozenset({"timestamp", "duration", "num_gpus", "cluster"}),
+    "chronus": frozenset({"job_id", "user", "num_gpu", "submit_time", "duration"}),
+    "helios": frozenset({"job_id", "user", "gpu_num", "submit_time"}),
+}
+
+# Nodes of the traced clusters: SWF processors are counted one by one; Philly, Helios and Acme
+# servers have 8 GPUs.
+DEFAULT_GPUS_PER_NODE = {"swf": 1}
+GPU_TRACE_GPUS_PER_NODE = 8
+
+
+def _csv_header(path: Path) -> frozenset[str]:
+    try:
+        opener = gzip.open if path.name.lower().endswith(".gz") else open
+        with opener(path, "rt", encoding="utf-8", errors="replace") as text:
+            first = text.readline()
+    except FileNotFoundError:
+        raise InputError("no such file", path=path) from None
+    except (OSError, EOFError) as exc:
+        raise InputError(f"cannot read: {exc}", path=path) from None
+    return frozenset(cell.strip().strip('"').strip() for cell in first.split(","))
+
 
 def detect_format(path: Path) -> str:
+    """The format of ``path``: from its name (SWF), or from its header's columns (CSV traces)."""
     for suffix, name in sorted(SUFFIXES.items(), key=lambda item: -len(item[0])):
         if path.name.endswith(suffix):
             return name
+    if path.name.lower().endswith((".csv", ".csv.gz")):
+        header = _csv_header(path)
+        for name, columns in CSV_SIGNATURES.items():
+            if columns <= header:
+                return name
+        csv_formats = ", ".join(CSV_SIGNATURES)
+        raise InputError(
+            f"cannot tell the trace format from the file name or its header; give --format ({csv_formats})",
+            path=path,
+            line=1,
+        )
     known = ", ".join(sorted(SUFFIXES))
-    raise InputError(f"cannot tell the trace format from the file name (known endings: {known})", path=path)
+    raise InputError(
+        f"cannot tell the trace format from the file name (known endings: {known}, or a CSV trace); "
+        f"give the format (--format): {', '.join(READERS)}",
+        path=path,
+    )
+
+
+def default_gpus_per_node(format: str) -> int:
+    return DEFAULT_GPUS_PER_NODE.get(format, GPU_TRACE_GPUS_PER_NODE)
 
 
 def read_trace(
-    path: Path, *, format: str | None = None, gpus_per_node: int = 1, skip_bad_lines: bool = False
+    path: Path, *, format: str | None = None, gpus_per_node: int | None = None, skip_bad_lines: bool = False
 ) -> Trace:
-    """Read ``path`` with the reader of ``format`` (default: from the file name)."""
-    reader: Callable[..., Trace] = READERS.get(format or detect_format(path))
+    """Read ``path`` with the reader of ``format`` (default: told from the file). ``gpus_per_node``
+    groups the trace's GPUs into nodes (default: 1 for SWF processors, 8 for GPU traces)."""
+    format = format or detect_format(path)
+    reader: Callable[..., Trace] = READERS.get(format)
+    if gpus_per_node is None:
+        gpus_per_node = default_gpus_per_node(format)
     return reader(path, gpus_per_node=gpus_per_node, skip_bad_lines=skip_bad_lines)
