@@ -93,7 +93,7 @@ def _workload_kinds(path: Path) -> dict[str, str]:
     return {w.name: getattr(w, "kind", "batch") for w in load_scenario(path).scenario.workloads}
 
 
-SHARED_PHILLY = Path(__file__).resolve().parents[2] / "shared" / "traces" / "gpu" / "philly_jobs_adaptdl.csv.gz"
+SHARED_PHILLY = Path(__file__).resolve().parents[2] / "shared/traces/gpu/philly_jobs_adaptdl.csv.gz"
 
 
 @pytest.mark.parametrize(
