@@ -100,8 +100,7 @@ int64_t gp_run(Sim *sim, SchedulePass pass, double *tl_time, int64_t *tl_busy_gp
 
 /* For policies: queue slots in order are gp_queue_first(sim) .. sim->q_count - 1; slot s holds
  * job sim->q_job[s] asking sim->q_nodes[s] nodes for sim->q_estimate[s] seconds, or a hole
- * (q_nodes[s] == GP_GONE). The first slot is the
- * head, or q_count when the queue is empty. */
+ * (q_nodes[s] == GP_GONE). The first slot is the head, or q_count when the queue is empty. */
 static inline int32_t gp_queue_first(Sim *sim) {
     while (sim->q_first < sim->q_count && sim->q_nodes[sim->q_first] == GP_GONE) {
         sim->q_first++;
