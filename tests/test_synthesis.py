@@ -159,3 +159,40 @@ workloads:
     assert len(jobs) == expected
     assert jobs.submit_s.max() < 86400  # two days of arrivals, twice as fast
     assert jobs.team.values()[0] == "research"
+
+
+def test_demand_from_a_csv_and_run_times_from_a_trace(tmp_path: Path) -> None:
+    (tmp_path / "demand.csv").write_text("time_s,requests_per_s\n0,10\n43200,50\n")  # a day: 10, 50, repeat
+    example = ROOT / "examples" / "lublin_256_first2000.swf.gz"
+    text = f"""
+name: csv-and-trace
+horizon: 2d
+cluster:
+  pools: [{{name: gpu, gpus_per_node: 8, nodes: 4}}]
+teams: [{{name: ops}}]
+workloads:
+  - name: api
+    kind: service
+    team: ops
+    throughput_per_replica: 10
+    replicas: {{min: 1, max: 5}}
+    demand: {{csv: demand.csv}}
+  - name: replayed-durations
+    kind: batch
+    team: ops
+    arrival: {{rate: 200/day}}
+    size: "1x1"
+    duration: {{trace: {example}, scale: 0.5}}
+"""
+    path = tmp_path / "scenario.yaml"
+    path.write_text(text)
+    workload = synthesize(load_scenario(path))
+    demand = workload.services[0].demand_rps
+    assert demand[0] == 10 and demand[144] == 50 and demand[288] == 10  # interpolated, repeated daily
+    assert demand[72] == pytest.approx(30)
+    from gpuplan.workload.swf import read_swf
+
+    source = read_swf(example).jobs.duration_s
+    allowed = set(np.round(source[source > 0] * 0.5).tolist())
+    assert set(workload.jobs.duration_s.tolist()) <= allowed
+    assert len(workload.jobs) == pytest.approx(400, rel=0.2)
