@@ -12,6 +12,8 @@ from gpuplan.sim.outcome import ModelRun
 from gpuplan.sim.slurm import SlurmSettings, simulate_slurm
 from gpuplan.workload.jobtable import JobTable
 
+from reference import reference_schedule
+
 
 @dataclass
 class Workload:
@@ -62,6 +64,27 @@ class Workload:
             int(job_id): None if np.isnan(start) else float(start)
             for job_id, start in zip(run.jobs.job_id, run.start_s, strict=True)
         }
+
+
+def reference_for(
+    run: ModelRun, total_nodes: int, backfill: str
+) -> tuple[list[float | None], dict[int, list[float]]]:
+    """The reference implementation's start times (and EASY reservations) for the jobs of ``run``."""
+    jobs = run.jobs
+    estimate = np.where(jobs.time_limit_s > 0, jobs.time_limit_s, jobs.duration_s)
+    return reference_schedule(
+        jobs.submit_s.tolist(),
+        run.run_s.tolist(),
+        estimate.tolist(),
+        jobs.nodes.tolist(),
+        jobs.job_id.tolist(),
+        total_nodes,
+        backfill,
+    )
+
+
+def starts_of(run: ModelRun) -> list[float | None]:
+    return [None if math.isnan(start) else start for start in run.start_s.tolist()]
 
 
 def workload() -> Workload:

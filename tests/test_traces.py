@@ -4,10 +4,8 @@ Runs on the bundled slice always, and on every SWF trace in ../shared/traces/swf
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from gpuplan.inputs import cluster_nodes
@@ -15,7 +13,7 @@ from gpuplan.sim.cluster import Pool
 from gpuplan.sim.slurm import SlurmSettings, simulate_slurm
 from gpuplan.workload.swf import read_swf
 
-from reference import reference_schedule
+from builders import reference_for, starts_of
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "traces" / "swf"
@@ -27,20 +25,9 @@ def check_against_reference(path: Path, backfill: str) -> None:
     trace = read_swf(path)
     nodes, _ = cluster_nodes(trace, None, 1)
     run = simulate_slurm(trace.jobs, [Pool("batch", nodes, 1)], SlurmSettings(backfill))
-    jobs = run.jobs
-    estimate = np.where(jobs.time_limit_s > 0, jobs.time_limit_s, jobs.duration_s)
-    expected, _ = reference_schedule(
-        jobs.submit_s.tolist(),
-        run.run_s.tolist(),
-        estimate.tolist(),
-        jobs.nodes.tolist(),
-        jobs.job_id.tolist(),
-        nodes,
-        backfill,
-    )
-    got = [None if math.isnan(s) else s for s in run.start_s.tolist()]
-    mismatches = [i for i, (a, b) in enumerate(zip(got, expected, strict=True)) if a != b]
-    assert not mismatches, f"{len(mismatches)} jobs differ, first job id {jobs.job_id[mismatches[0]]}"
+    expected, _ = reference_for(run, nodes, backfill)
+    mismatches = [i for i, (a, b) in enumerate(zip(starts_of(run), expected, strict=True)) if a != b]
+    assert not mismatches, f"{len(mismatches)} jobs differ, first job id {run.jobs.job_id[mismatches[0]]}"
 
 
 @pytest.mark.parametrize("backfill", ["none", "easy"])

@@ -18,6 +18,16 @@ SCENARIO_SUFFIXES = (".yaml", ".yml")
 
 
 @dataclass(frozen=True)
+class InputOptions:
+    """How to read a trace (a scenario needs none of these)."""
+
+    format: str | None = None  # default: told from the file
+    nodes: int | None = None  # cluster size (default: the trace header's, else the largest job)
+    gpus_per_node: int | None = None  # default: 1 for SWF processors, 8 for GPU traces
+    skip_bad_lines: bool = False
+
+
+@dataclass(frozen=True)
 class Input:
     workload: Workload
     pools: list[Pool]
@@ -52,15 +62,10 @@ def cluster_nodes(trace: Trace, nodes: int | None, gpus_per_node: int) -> tuple[
     return int(trace.jobs.nodes.max()), "largest job"
 
 
-def load_input(
-    path: Path,
-    *,
-    format: str | None = None,
-    nodes: int | None = None,
-    gpus_per_node: int | None = None,
-    skip_bad_lines: bool = False,
-) -> Input:
+def load_input(path: Path, options: InputOptions | None = None) -> Input:
     """Read a scenario (synthesising its workload) or a trace."""
+    options = options or InputOptions()
+    nodes, gpus_per_node = options.nodes, options.gpus_per_node
     if is_scenario(path):
         if nodes is not None or gpus_per_node is not None:
             raise InputError(
@@ -87,10 +92,12 @@ def load_input(
             "services": len(workload.services),
         }
         return Input(workload, pools, info, scenario=loaded, warnings=list(loaded.warnings))
-    format = format or detect_format(path)
+    format = options.format or detect_format(path)
     if gpus_per_node is None:
         gpus_per_node = default_gpus_per_node(format)
-    trace = read_trace(path, format=format, gpus_per_node=gpus_per_node, skip_bad_lines=skip_bad_lines)
+    trace = read_trace(
+        path, format=format, gpus_per_node=gpus_per_node, skip_bad_lines=options.skip_bad_lines
+    )
     node_count, capacity_source = cluster_nodes(trace, nodes, gpus_per_node)
     pools = [Pool("batch", node_count, gpus_per_node)]
     workload = Workload(jobs=trace.jobs, epoch_s=trace.epoch_s, capacity_gpus=node_count * gpus_per_node)

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gpuplan.inputs import load_input
+from gpuplan.inputs import InputOptions, load_input
 from gpuplan.results.files import prepare_out
 from gpuplan.workload.characterize import characterize
 
@@ -14,10 +14,7 @@ from gpuplan.workload.characterize import characterize
 @dataclass(frozen=True)
 class InspectRequest:
     input: Path
-    format: str | None = None
-    gpus_per_node: int | None = None  # default: 1 for SWF, 8 for GPU traces
-    nodes: int | None = None  # cluster size for the offered load (traces)
-    skip_bad_lines: bool = False
+    options: InputOptions = field(default_factory=InputOptions)
     out: Path = Path("gpuplan-out")
 
 
@@ -34,13 +31,7 @@ def inspect(request: InspectRequest) -> InspectResult:
 
     import pyarrow.parquet as pq
 
-    loaded = load_input(
-        request.input,
-        format=request.format,
-        nodes=request.nodes,
-        gpus_per_node=request.gpus_per_node,
-        skip_bad_lines=request.skip_bad_lines,
-    )
+    loaded = load_input(request.input, request.options)
     figures = {"input": loaded.info, **characterize(loaded.workload)}
     prepare_out(request.out)
     table_path = request.out / "job_table.parquet"

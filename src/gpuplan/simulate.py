@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from gpuplan import __version__
-from gpuplan.inputs import Input, load_input
+from gpuplan.inputs import Input, InputOptions, load_input
 from gpuplan.metrics.summary import summarize
 from gpuplan.results.files import write_summary, write_tables
 from gpuplan.sim.outcome import REJECTED, ModelRun
@@ -26,10 +26,7 @@ class SimulateRequest:
     input: Path
     model: str = "slurm"
     backfill: str | None = None  # default: the scenario's models.slurm.backfill, else easy
-    format: str | None = None  # trace format (default: from the file name)
-    nodes: int | None = None  # overrides the trace header
-    gpus_per_node: int | None = None  # default: 1 for SWF, 8 for GPU traces
-    skip_bad_lines: bool = False
+    options: InputOptions = field(default_factory=InputOptions)
     out: Path = Path("gpuplan-out")
 
 
@@ -64,13 +61,7 @@ def simulate(request: SimulateRequest) -> SimulateResult:
     """Read the input, simulate the model, write OUT/summary.json, jobs.parquet and timeline.parquet."""
     MODELS.get(request.model)
     began = time.perf_counter()
-    loaded = load_input(
-        request.input,
-        format=request.format,
-        nodes=request.nodes,
-        gpus_per_node=request.gpus_per_node,
-        skip_bad_lines=request.skip_bad_lines,
-    )
+    loaded = load_input(request.input, request.options)
     read_s = time.perf_counter() - began
     backfill = request.backfill
     if backfill is None:

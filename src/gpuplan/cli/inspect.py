@@ -41,15 +41,13 @@ def inspect(
     Examples: gpuplan inspect examples/research-lab.yaml;
     gpuplan inspect philly_jobs_adaptdl.csv.gz --format philly --gpus-per-node 8 --json
     """
+    from gpuplan.inputs import InputOptions
     from gpuplan.inspect import InspectRequest
     from gpuplan.inspect import inspect as run_inspect
 
     request = InspectRequest(
         input=input,
-        format=trace_format,
-        gpus_per_node=gpus_per_node,
-        nodes=nodes,
-        skip_bad_lines=skip_bad_lines,
+        options=InputOptions(trace_format, nodes, gpus_per_node, skip_bad_lines),
         out=out,
     )
     result = call(lambda: run_inspect(request))

@@ -58,6 +58,7 @@ def simulate(
     Examples: gpuplan simulate examples/research-lab.yaml --model slurm;
     gpuplan simulate lublin_256.swf.gz --model slurm --backfill easy --json
     """
+    from gpuplan.inputs import InputOptions
     from gpuplan.simulate import SimulateRequest
     from gpuplan.simulate import simulate as run_simulation
 
@@ -65,10 +66,7 @@ def simulate(
         input=input,
         model=model.value,
         backfill=None if backfill is None else backfill.value,
-        format=trace_format,
-        nodes=nodes,
-        gpus_per_node=gpus_per_node,
-        skip_bad_lines=skip_bad_lines,
+        options=InputOptions(trace_format, nodes, gpus_per_node, skip_bad_lines),
         out=out,
     )
     result = call(lambda: run_simulation(request))

@@ -46,18 +46,8 @@ FIGURES = (
     "network.rdma_gbps",
     "price_per_gpu_hour_usd",
 )
-_SHAPE_KEYS = {
-    "gpus_per_node",
-    "gpu_model",
-    "gpu_memory_gb",
-    "cpu_cores",
-    "memory_gb",
-    "local_nvme_tb",
-    "network",
-    "price_per_gpu_hour_usd",
-    "sources",
-}
-_NETWORK_KEYS = {"rdma_cluster_network", "frontend_gbps", "rdma_gbps"}
+_SHAPE_KEYS = {figure.split(".")[0] for figure in FIGURES} | {"sources"}
+_NETWORK_KEYS = {figure.split(".", 1)[1] for figure in FIGURES if figure.startswith("network.")}
 _SOURCE_KEYS = {"url", "title", "as_of", "note"}
 _TOP_KEYS = {"references", "shapes"}
 
