@@ -47,6 +47,9 @@ CASES = [
     Case("LCG none", "LCG-2005-1.swf.gz", "none", target="≥ 200,000 jobs/s"),
     Case("LCG easy", "LCG-2005-1.swf.gz", "easy"),
     Case("lublin_256 × 10 easy", "lublin_256.swf.gz", "easy", copies=10, target="≤ 1.5 s"),
+    Case("lublin_256 slurm", "lublin_256.swf.gz", "slurm"),
+    Case("NASA, arrivals halved, slurm", "NASA-iPSC-1993-3.1-cln.swf.gz", "slurm", 0.5),
+    Case("lublin_256 × 10 slurm", "lublin_256.swf.gz", "slurm", copies=10),
     Case("CEA-Curie sample easy", "CEA-Curie-2011-sample10k.swf.gz", "easy"),
     Case("MetaCentrum easy", "MetaCentrum-wagap-2013.alea-swf.gz", "easy"),
 ]

@@ -52,14 +52,14 @@ class Workload:
             team=self.teams,
         )
 
-    def simulate(self, total_nodes: int, backfill: str, gpus_per_node: int = 1) -> ModelRun:
+    def simulate(self, total_nodes: int, backfill: str, gpus_per_node: int = 1, **bf: int) -> ModelRun:
         return simulate_slurm(
-            self.table(), [Pool("batch", total_nodes, gpus_per_node)], SlurmSettings(backfill)
+            self.table(), [Pool("batch", total_nodes, gpus_per_node)], SlurmSettings(backfill, **bf)
         )
 
-    def starts(self, total_nodes: int, backfill: str) -> dict[int, float | None]:
+    def starts(self, total_nodes: int, backfill: str, **bf: int) -> dict[int, float | None]:
         """Start time by job id (None: never started)."""
-        run = self.simulate(total_nodes, backfill)
+        run = self.simulate(total_nodes, backfill, **bf)
         return {
             int(job_id): None if np.isnan(start) else float(start)
             for job_id, start in zip(run.jobs.job_id, run.start_s, strict=True)
@@ -72,6 +72,15 @@ def reference_for(
     """The reference implementation's start times (and EASY reservations) for the jobs of ``run``."""
     jobs = run.jobs
     estimate = np.where(jobs.time_limit_s > 0, jobs.time_limit_s, jobs.duration_s)
+    settings = run.settings
+    bf = None
+    if backfill == "slurm":
+        bf = {
+            "bf_interval": settings["bf_interval"],
+            "bf_window": 60.0 * settings["bf_window"],
+            "bf_resolution": settings["bf_resolution"],
+            "bf_max_job_test": settings["bf_max_job_test"],
+        }
     return reference_schedule(
         jobs.submit_s.tolist(),
         run.run_s.tolist(),
@@ -80,6 +89,7 @@ def reference_for(
         jobs.job_id.tolist(),
         total_nodes,
         backfill,
+        bf,
     )
 
 

@@ -111,3 +111,32 @@ def test_an_unknown_backfill_mode_is_refused() -> None:
     code, _, err = simulate(str(EXAMPLE), "--backfill", "conservative")
     assert code == 2
     assert "conservative" in err
+
+
+def test_slurm_backfill_takes_its_settings_from_the_scenario(tmp_path: Path) -> None:
+    scenario = Path(__file__).resolve().parents[1] / "examples" / "research-lab.yaml"
+    text = scenario.read_text().replace("    backfill: easy\n", "    backfill: slurm\n    bf_interval: 60\n")
+    path = tmp_path / "research-lab.yaml"
+    path.write_text(text)
+    code, out, _ = simulate(str(path), "--json", "--out", str(tmp_path / "out"))
+    assert code == 0
+    settings = json.loads(out)["settings"]
+    assert settings == {
+        "backfill": "slurm", "bf_interval": 60, "bf_window": 1440, "bf_resolution": 60, "bf_max_job_test": 500
+    }  # fmt: skip
+    code, out, _ = simulate(str(path), "--backfill", "easy", "--json", "--out", str(tmp_path / "out"))
+    assert json.loads(out)["settings"] == {"backfill": "easy"}
+
+
+def test_slurm_backfill_from_the_cli_on_a_trace(tmp_path: Path) -> None:
+    results = {}
+    for backfill in ("none", "easy", "slurm"):
+        code, out, _ = simulate(
+            str(EXAMPLE), "--backfill", backfill, "--json", "--out", str(tmp_path / backfill)
+        )
+        assert code == 0
+        results[backfill] = json.loads(out)
+    assert results["slurm"]["settings"]["bf_interval"] == 30
+    # reservations for every job cost some waiting against EASY, but backfilling beats strict FIFO
+    assert results["slurm"]["wait_s"]["mean"] < results["none"]["wait_s"]["mean"]
+    assert results["slurm"]["jobs"]["completed"] == results["easy"]["jobs"]["completed"]

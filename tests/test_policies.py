@@ -87,6 +87,39 @@ def test_hand_computed_schedules(case: str, backfill: str) -> None:
     assert jobs.starts(total_nodes, backfill) == expected
 
 
+def test_slurm_backfill_reserves_for_every_tested_job() -> None:
+    # 4 nodes, a backfill cycle every 10 s, a 1 s profile. A holds 3 nodes until 20. B (4 nodes) is
+    # blocked and reserves 20-30. C (1 node, 5 s) backfills at the first cycle, t = 10, not at its
+    # arrival as EASY would. D (1 node, 30 s) would cross B's reservation, so it reserves 30 instead.
+    jobs = (
+        workload()
+        .job(submit=0, run=20, nodes=3, limit=20)
+        .job(submit=1, run=10, nodes=4, limit=10)
+        .job(submit=2, run=5, nodes=1, limit=5)
+        .job(submit=3, run=30, nodes=1, limit=30)
+    )
+    settings = {"bf_interval": 10, "bf_resolution": 1}
+    assert jobs.starts(4, "slurm", **settings) == {1: 0, 2: 20, 3: 10, 4: 30}
+    assert jobs.starts(4, "easy") == {1: 0, 2: 20, 3: 2, 4: 30}
+    run = jobs.simulate(4, "slurm", **settings)
+    # the reference's reservations, by job index: B at the cycle at 10; D at the cycles at 10 and 20
+    assert reference_for(run, 4, "slurm")[1] == {1: [20], 3: [30, 30]}
+
+
+def test_slurm_backfill_rounds_the_profile_to_bf_resolution() -> None:
+    # A's limit ends at 20, rounded up to 60 with the default bf_resolution: C (1 node, limit 50)
+    # fits before B's reservation with a 1 s profile, but not with a 60 s one.
+    jobs = (
+        workload()
+        .job(submit=0, run=20, nodes=3, limit=20)
+        .job(submit=1, run=10, nodes=4, limit=10)
+        .job(submit=2, run=5, nodes=1, limit=15)
+    )
+    assert jobs.starts(4, "slurm", bf_interval=5, bf_resolution=1)[3] == 5
+    assert jobs.starts(4, "slurm", bf_interval=5, bf_resolution=60)[3] == 5
+    assert jobs.starts(4, "slurm", bf_interval=5, bf_resolution=7)[3] == 5
+
+
 def test_a_job_over_its_time_limit_is_killed_at_the_limit() -> None:
     run = workload().job(submit=0, run=100, limit=50).job(submit=0, run=20, limit=50).simulate(1, "easy")
     assert run.end_s.tolist() == [50.0, 70.0]
@@ -122,11 +155,23 @@ def workloads(draw: st.DrawFn) -> tuple[Workload, int]:
     return jobs, total_nodes
 
 
-@settings(max_examples=300, deadline=None)
-@given(workloads(), st.sampled_from(["none", "easy"]))
-def test_schedule_properties_and_reference(case: tuple[Workload, int], backfill: str) -> None:
+bf_settings = st.fixed_dictionaries(
+    {
+        "bf_interval": st.integers(1, 25),
+        "bf_resolution": st.sampled_from([1, 2, 5, 60]),
+        "bf_window": st.sampled_from([1, 1440]),
+        "bf_max_job_test": st.integers(1, 6),
+    }
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(workloads(), st.sampled_from(["none", "easy", "slurm"]), bf_settings)
+def test_schedule_properties_and_reference(
+    case: tuple[Workload, int], backfill: str, bf: dict[str, int]
+) -> None:
     jobs, total_nodes = case
-    run = jobs.simulate(total_nodes, backfill)
+    run = jobs.simulate(total_nodes, backfill, **(bf if backfill == "slurm" else {}))
     table = run.jobs
     start, end = run.start_s, run.end_s
     started = ~np.isnan(start)
@@ -150,5 +195,5 @@ def test_schedule_properties_and_reference(case: tuple[Workload, int], backfill:
     assert starts_of(run) == expected
 
     # EASY: the head never starts later than any reservation it was given.
-    for job, shadows in reservations.items():
+    for job, shadows in reservations.items() if backfill == "easy" else ():
         assert start[job] <= min(shadows)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +25,7 @@ MODELS.register("slurm", "Slurm (OCI HPC Stack)")  # kubernetes and hybrid come 
 class SimulateRequest:
     input: Path
     model: str = "slurm"
-    backfill: str | None = None  # default: the scenario's models.slurm.backfill, else easy
+    backfill: str | None = None  # none | easy | slurm (default: the scenario's models.slurm, else easy)
     options: InputOptions = field(default_factory=InputOptions)
     out: Path = Path("gpuplan-out")
 
@@ -63,12 +63,14 @@ def simulate(request: SimulateRequest) -> SimulateResult:
     began = time.perf_counter()
     loaded = load_input(request.input, request.options)
     read_s = time.perf_counter() - began
-    backfill = request.backfill
-    if backfill is None:
-        backfill = loaded.scenario.scenario.models.slurm.backfill if loaded.scenario else "easy"
+    settings = SlurmSettings()
+    if loaded.scenario is not None:
+        settings = SlurmSettings(**loaded.scenario.scenario.models.slurm.model_dump())
+    if request.backfill is not None:
+        settings = replace(settings, backfill=request.backfill)
 
     workload = loaded.workload
-    run = simulate_slurm(workload.jobs, loaded.pools, SlurmSettings(backfill=backfill), workload.services)
+    run = simulate_slurm(workload.jobs, loaded.pools, settings, workload.services)
 
     began = time.perf_counter()
     model_summary = summarize(run, workload.team_shares)

@@ -18,7 +18,8 @@ QuietOption = Annotated[bool, typer.Option("--quiet", "-q", help="Print nothing 
 FormatOption = Annotated[
     str | None,
     typer.Option(
-        "--format", help="Trace format: swf, philly, chronus, helios, acme [default: told from the file]."
+        "--format",
+        help="Trace format: swf, sacct, philly, chronus, helios, acme [default: told from the file].",
     ),
 ]
 GpusPerNodeOption = Annotated[

@@ -27,6 +27,7 @@ from gpuplan.cli.common import (
 class Backfill(StrEnum):
     none = "none"
     easy = "easy"
+    slurm = "slurm"
 
 
 class Model(StrEnum):
@@ -40,7 +41,10 @@ def simulate(
     model: Annotated[Model, typer.Option(help="Operating model.")] = Model.slurm,
     backfill: Annotated[
         Backfill | None,
-        typer.Option(help="Slurm backfill: none (strict FIFO) or easy [default: the scenario's, else easy]."),
+        typer.Option(
+            help="Slurm backfill: none (strict FIFO), easy (EASY) or slurm (sched/backfill with the "
+            "scenario's bf_* settings, else Slurm's defaults) [default: the scenario's, else easy]."
+        ),
     ] = None,
     trace_format: FormatOption = None,
     nodes: Annotated[

@@ -320,9 +320,15 @@ class Organisation(Section):
 
 
 class SlurmSettings(Section):
-    """Policy settings of the Slurm model, named as in slurm.conf."""
+    """Policy settings of the Slurm model, named as in slurm.conf (``SchedulerParameters``)."""
 
-    backfill: Literal["none", "easy"] = "easy"
+    backfill: Literal["none", "easy", "slurm"] = Field(
+        "easy", description="none: strict FIFO; easy: EASY backfilling; slurm: sched/backfill"
+    )
+    bf_interval: int = Field(30, ge=1, le=10800, description="seconds between backfill cycles")
+    bf_window: int = Field(1440, ge=1, le=43200, description="minutes into the future a job may reserve")
+    bf_resolution: int = Field(60, ge=1, le=3600, description="seconds: granularity of the time profile")
+    bf_max_job_test: int = Field(500, ge=1, le=1_000_000, description="jobs tested per backfill cycle")
 
 
 class Models(Section):

@@ -9,6 +9,7 @@ Buffer = NDArray[Any] | bytes
 def simulate(
     policy: str,
     total_nodes: int,
+    params: Buffer,
     submit: Buffer,
     run: Buffer,
     estimate: Buffer,

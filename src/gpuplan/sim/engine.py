@@ -9,6 +9,7 @@ larger than the pool is rejected at arrival and never runs.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -79,8 +80,9 @@ class BatchSchedule:
         )
 
 
-def run_batch(jobs: BatchJobs, pool: Pool, schedule_pass: str) -> BatchSchedule:
-    """Simulate ``jobs`` on ``pool`` with the compiled pass ``schedule_pass`` ("fifo", "easy").
+def run_batch(jobs: BatchJobs, pool: Pool, schedule_pass: str, params: Sequence[float] = ()) -> BatchSchedule:
+    """Simulate ``jobs`` on ``pool`` with the compiled pass ``schedule_pass`` ("fifo", "easy",
+    "slurm") and its settings ``params`` (in the order the pass documents them).
 
     A job that asks more nodes, or more GPUs per node, than the pool has can never run: it is
     rejected at arrival (``rejected``) and never queued."""
@@ -91,7 +93,7 @@ def run_batch(jobs: BatchJobs, pool: Pool, schedule_pass: str) -> BatchSchedule:
     start = np.empty(m, dtype=np.float64)
     range_first = np.zeros(m, dtype=np.int64)
     range_count = np.zeros(m, dtype=np.int32)
-    capacity = 2 * m + 1  # an instant per arrival and per end at most
+    capacity = 3 * m + 1  # rows record changes: an arrival, a start or an end per job at most
     tl_time = np.empty(capacity, dtype=np.float64)
     tl_busy = np.empty(capacity, dtype=np.int64)
     tl_queued = np.empty(capacity, dtype=np.int32)
@@ -103,6 +105,7 @@ def run_batch(jobs: BatchJobs, pool: Pool, schedule_pass: str) -> BatchSchedule:
         rows, ranges = _batchcore.simulate(
             schedule_pass,
             pool.nodes,
+            np.asarray(params, dtype=np.float64),
             np.ascontiguousarray(jobs.submit_s[admitted], dtype=np.float64),
             np.ascontiguousarray(run_s, dtype=np.float64),
             np.ascontiguousarray(jobs.estimate_s[admitted], dtype=np.float64),

@@ -1,9 +1,10 @@
 """Scheduling passes of the batch engine, registered by the names of the Slurm model's options.
 
 ``--backfill none`` is strict FIFO (a blocked head blocks everyone); ``--backfill easy`` is EASY
-backfilling (only the queue head holds a reservation). Slurm's own backfill, where every tested
-job reserves (``SchedulerType=sched/backfill`` with ``bf_window``, ``bf_resolution``,
-``bf_max_job_test``), is the Slurm-model issue's mode ``slurm``.
+backfilling (only the queue head holds a reservation); ``--backfill slurm`` is Slurm's own backfill
+(``SchedulerType=sched/backfill``): every ``bf_interval`` seconds each tested job, up to
+``bf_max_job_test``, starts now or reserves the earliest slot within ``bf_window`` in a time profile
+kept at ``bf_resolution`` (see ``_core/policies.c``).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ class CompiledPass:
 
     compiled_name: str
     description: str
+    parameters: tuple[str, ...] = ()  # names of the settings the pass reads, in order
 
     def __post_init__(self) -> None:
         if self.compiled_name not in compiled_passes():
@@ -30,4 +32,12 @@ BACKFILL = Registry[CompiledPass]("--backfill")
 BACKFILL.register("none", CompiledPass("fifo", "strict FIFO: start from the head while the head fits"))
 BACKFILL.register(
     "easy", CompiledPass("easy", "EASY backfill: the head reserves at its shadow time, others backfill")
+)
+BACKFILL.register(
+    "slurm",
+    CompiledPass(
+        "slurm",
+        "Slurm backfill: every tested job starts now or reserves its earliest slot",
+        ("bf_interval_s", "bf_window_s", "bf_resolution_s", "bf_max_job_test"),
+    ),
 )

@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -39,7 +40,34 @@ MODEL = "slurm"
 
 @dataclass(frozen=True)
 class SlurmSettings:
-    backfill: str = "easy"  # none | easy
+    """Scheduler settings, named and defaulted as in slurm.conf (SchedulerParameters)."""
+
+    backfill: str = "easy"  # none | easy | slurm
+    bf_interval: int = 30  # seconds between backfill cycles
+    bf_window: int = 1440  # minutes ahead a job may be reserved
+    bf_resolution: int = 60  # seconds: granularity of the time profile
+    bf_max_job_test: int = 500  # jobs tested per backfill cycle
+
+    def params(self, names: tuple[str, ...]) -> list[float]:
+        values = {
+            "bf_interval_s": float(self.bf_interval),
+            "bf_window_s": 60.0 * self.bf_window,
+            "bf_resolution_s": float(self.bf_resolution),
+            "bf_max_job_test": float(self.bf_max_job_test),
+        }
+        return [values[name] for name in names]
+
+    def echo(self) -> dict[str, Any]:
+        """The settings that matter for the chosen mode, for summary.json."""
+        if self.backfill != "slurm":
+            return {"backfill": self.backfill}
+        return {
+            "backfill": self.backfill,
+            "bf_interval": self.bf_interval,
+            "bf_window": self.bf_window,
+            "bf_resolution": self.bf_resolution,
+            "bf_max_job_test": self.bf_max_job_test,
+        }
 
 
 def route_jobs(jobs: JobTable, pools: list[Pool]) -> Int32:
@@ -114,7 +142,9 @@ def simulate_slurm(
             nodes=jobs.nodes[members],
             gpus_per_node=jobs.gpus_per_node[members],
         )
-        schedule = run_batch(batch, batch_pool, schedule_pass.compiled_name)
+        schedule = run_batch(
+            batch, batch_pool, schedule_pass.compiled_name, settings.params(schedule_pass.parameters)
+        )
         start_s[members] = schedule.start_s
         rejected[members] = schedule.rejected
         schedules.append(PoolSchedule(pool, members, schedule, held_nodes, service_gpus))
@@ -124,7 +154,7 @@ def simulate_slurm(
     state[rejected] = REJECTED
     return ModelRun(
         model=MODEL,
-        settings={"backfill": settings.backfill},
+        settings=settings.echo(),
         jobs=jobs,
         run_s=run_s,
         state=state,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import zlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
@@ -11,6 +12,7 @@ from gpuplan.errors import InputError
 from gpuplan.sim.registry import Registry
 from gpuplan.workload.helios import read_helios
 from gpuplan.workload.philly import read_chronus, read_philly
+from gpuplan.workload.sacct import read_sacct
 from gpuplan.workload.swf import read_swf
 from gpuplan.workload.trace import Trace
 
@@ -25,6 +27,7 @@ READERS.register("philly", read_philly)  # Pollux/AdaptDL's Philly job list
 READERS.register("chronus", read_chronus)  # Chronus's Philly SLO/best-effort mix
 READERS.register("helios", read_helios)  # Helios cluster_log.csv and Acme trace_*.csv, by header
 READERS.register("acme", read_helios)
+READERS.register("sacct", read_sacct)  # Slurm accounting, sacct --parsable2 (-P)
 
 # File name endings that name a format.
 SUFFIXES: dict[str, str] = {
@@ -42,9 +45,12 @@ CSV_SIGNATURES: dict[str, frozenset[str]] = {
 }
 
 # Nodes of the traced clusters: SWF processors are counted one by one; Philly, Helios and Acme
-# servers have 8 GPUs.
+# servers have 8 GPUs. A sacct job keeps its own node count (NNodes): the figure only groups the GPUs
+# of a job whose node count the file does not give.
 DEFAULT_GPUS_PER_NODE = {"swf": 1}
 GPU_TRACE_GPUS_PER_NODE = 8
+
+SACCT_HEADER_LIMIT = 1 << 16  # characters of the first line read to tell sacct output
 
 
 def _csv_header(path: Path) -> frozenset[str]:
@@ -59,11 +65,27 @@ def _csv_header(path: Path) -> frozenset[str]:
     return frozenset(cell.strip().strip('"').strip() for cell in first.split(","))
 
 
+def is_sacct(path: Path) -> bool:
+    """Whether the first line of ``path`` (or of ``path.gz``) is a sacct --parsable header: names
+    separated by ``|``, one of them JobID. False when the file cannot be read."""
+    try:
+        opener = gzip.open if path.name.lower().endswith(".gz") else open
+        with opener(path, "rt", encoding="utf-8", errors="replace") as text:
+            first = text.readline(SACCT_HEADER_LIMIT)
+    except (OSError, EOFError, zlib.error):
+        return False
+    names = first.removeprefix("\ufeff").split("|")
+    return len(names) > 1 and "jobid" in {name.strip().lower() for name in names}
+
+
 def detect_format(path: Path) -> str:
-    """The format of ``path``: from its name (SWF), or from its header's columns (CSV traces)."""
+    """The format of ``path``: from its name (SWF), from a sacct header (whatever the name), or from
+    its header's columns (CSV traces)."""
     for suffix, name in sorted(SUFFIXES.items(), key=lambda item: -len(item[0])):
         if path.name.endswith(suffix):
             return name
+    if is_sacct(path):
+        return "sacct"
     if path.name.lower().endswith((".csv", ".csv.gz")):
         header = _csv_header(path)
         for name, columns in CSV_SIGNATURES.items():
@@ -77,7 +99,8 @@ def detect_format(path: Path) -> str:
         )
     known = ", ".join(sorted(SUFFIXES))
     raise InputError(
-        f"cannot tell the trace format from the file name (known endings: {known}, or a CSV trace); "
+        f"cannot tell the trace format from the file name (known endings: {known}, a CSV trace, "
+        "or sacct --parsable2 output); "
         f"give the format (--format): {', '.join(READERS)}",
         path=path,
     )
@@ -91,7 +114,8 @@ def read_trace(
     path: Path, *, format: str | None = None, gpus_per_node: int | None = None, skip_bad_lines: bool = False
 ) -> Trace:
     """Read ``path`` with the reader of ``format`` (default: told from the file). ``gpus_per_node``
-    groups the trace's GPUs into nodes (default: 1 for SWF processors, 8 for GPU traces)."""
+    groups the trace's GPUs into nodes (default: 1 for SWF processors, 8 for GPU traces; sacct jobs
+    keep their own node count where the file gives it)."""
     format = format or detect_format(path)
     reader: Callable[..., Trace] = READERS.get(format)
     if gpus_per_node is None:

@@ -34,6 +34,9 @@ int gp_sim_init(Sim *sim, int32_t n_jobs, int32_t total_nodes) {
     sim->est_pos = xcalloc(sim, (size_t)n_jobs, sizeof(int32_t));
     sim->est_end = xcalloc(sim, (size_t)n_jobs, sizeof(double));
     sim->walk_heap = xcalloc(sim, (size_t)total_nodes + 1, sizeof(int32_t));
+    sim->profile_time = xcalloc(sim, 2 * (size_t)n_jobs + (size_t)total_nodes + 2, sizeof(double));
+    sim->profile_free = xcalloc(sim, 2 * (size_t)n_jobs + (size_t)total_nodes + 2, sizeof(int32_t));
+    sim->wake_at = INFINITY;
     sim->ranges_cap = 1024;
     sim->ranges = xcalloc(sim, (size_t)sim->ranges_cap, 2 * sizeof(int32_t));
     if (sim->out_of_memory) return -1;
@@ -58,6 +61,8 @@ void gp_sim_free(Sim *sim) {
     PyMem_RawFree(sim->est_end);
     PyMem_RawFree(sim->walk_heap);
     PyMem_RawFree(sim->ranges);
+    PyMem_RawFree(sim->profile_time);
+    PyMem_RawFree(sim->profile_free);
 }
 
 /* ---- heaps ----------------------------------------------------------------------------- */
@@ -262,6 +267,7 @@ static void queue_append(Sim *sim, int32_t job) {
     sim->q_estimate[sim->q_count] = sim->estimate[job];
     sim->q_count++;
     sim->q_len++;
+    sim->changes++;
 }
 
 /* Close the holes left by started jobs, keeping queue order. */
@@ -281,9 +287,14 @@ static void queue_compact(Sim *sim) {
 
 void gp_start_slot(Sim *sim, int32_t slot, double now) {
     int32_t job = sim->q_job[slot];
+    if (sim->nodes[job] > sim->free_nodes) { /* a policy bug: refuse rather than corrupt state */
+        sim->policy_error = 1;
+        return;
+    }
     sim->q_nodes[slot] = GP_GONE;
     sim->q_len--;
     sim->q_holes++;
+    sim->changes++;
     sim->start[job] = now;
     sim->free_nodes -= sim->nodes[job];
     sim->busy_gpus += sim->gpus[job];
@@ -296,6 +307,7 @@ void gp_start_slot(Sim *sim, int32_t slot, double now) {
 }
 
 static void end_job(Sim *sim, int32_t job) {
+    sim->changes++;
     sim->free_nodes += sim->nodes[job];
     sim->busy_gpus -= sim->gpus[job];
     release_nodes(sim, job);
@@ -308,13 +320,12 @@ int64_t gp_run(Sim *sim, SchedulePass pass, double *tl_time, int64_t *tl_busy_gp
     int64_t rows = 0;
     for (int32_t j = 0; j < sim->n_jobs; j++) sim->start[j] = NAN;
     while (next_arrival < sim->n_jobs || sim->end_len > 0) {
-        double now;
-        if (sim->end_len == 0) now = sim->submit[next_arrival];
-        else if (next_arrival >= sim->n_jobs) now = sim->end_time[sim->end_heap[0]];
-        else {
-            double t_end = sim->end_time[sim->end_heap[0]], t_arr = sim->submit[next_arrival];
-            now = t_end < t_arr ? t_end : t_arr;
-        }
+        /* the next instant: the earliest job end, arrival or requested wake-up */
+        double now = sim->wake_at;
+        if (sim->end_len > 0 && sim->end_time[sim->end_heap[0]] < now) now = sim->end_time[sim->end_heap[0]];
+        if (next_arrival < sim->n_jobs && sim->submit[next_arrival] < now) now = sim->submit[next_arrival];
+        if (now >= sim->wake_at) sim->wake_at = INFINITY; /* this instant serves the wake-up */
+        sim->now = now;
         /* 1. all ends at this instant */
         while (sim->end_len > 0 && sim->end_time[sim->end_heap[0]] <= now) end_job(sim, end_pop(sim));
         /* 2. all arrivals */
@@ -323,8 +334,10 @@ int64_t gp_run(Sim *sim, SchedulePass pass, double *tl_time, int64_t *tl_busy_gp
         /* 3. one scheduling pass */
         pass(sim, now);
         if (sim->out_of_memory) return -1;
+        if (sim->policy_error) return -2;
         if (sim->q_holes > 64 && sim->q_holes > sim->q_len) queue_compact(sim);
-        if (rows < tl_capacity) {
+        if (rows < tl_capacity &&
+            (rows == 0 || tl_busy_gpus[rows - 1] != sim->busy_gpus || tl_queued[rows - 1] != sim->q_len)) {
             tl_time[rows] = now;
             tl_busy_gpus[rows] = sim->busy_gpus;
             tl_queued[rows] = sim->q_len;

@@ -20,6 +20,8 @@ typedef struct Sim Sim;
 /* One scheduling pass at time `now`. */
 typedef void (*SchedulePass)(Sim *sim, double now);
 
+#define GP_MAX_PARAMS 8
+
 typedef struct {
     const char *name;
     SchedulePass pass;
@@ -84,7 +86,23 @@ struct Sim {
     int32_t *walk_heap; /* scratch for gp_walk_* */
     int32_t walk_len;
 
+    /* Settings of the policy, in the order its Python registration names them. */
+    double params[GP_MAX_PARAMS];
+    /* A pass may ask to be called again at a time with no job event (a periodic scheduler). */
+    double wake_at;
+    double now;
+    /* Arrivals, starts and ends so far: a periodic pass can skip a cycle when nothing changed. */
+    uint64_t changes;
+    /* Policy state kept between passes (e.g. when the next periodic cycle is due). */
+    double policy_clock;
+    uint64_t policy_seen_changes;
+    /* Scratch of the time-profile (node_space) built by reservation-based backfill. */
+    double *profile_time;
+    int32_t *profile_free;
+    int32_t profile_len;
+
     int out_of_memory;
+    int policy_error; /* a pass started a job that did not fit */
 };
 
 int gp_sim_init(Sim *sim, int32_t n_jobs, int32_t total_nodes);
@@ -92,8 +110,9 @@ void gp_sim_free(Sim *sim);
 
 /*
  * Run to the end. At each instant: apply all job ends, then all arrivals, then one `pass`; then
- * record (time, busy GPUs, queued jobs) in the timeline if it has room. Returns the number of
- * timeline rows, or -1 when memory ran out.
+ * record (time, busy GPUs, queued jobs) in the timeline when either changed. Instants are job
+ * arrivals, job ends, and the times passes ask for with gp_wake_at(). Returns the number of
+ * timeline rows, -1 when memory ran out, or -2 when a pass started a job that did not fit.
  */
 int64_t gp_run(Sim *sim, SchedulePass pass, double *tl_time, int64_t *tl_busy_gpus,
                int32_t *tl_queued, int64_t tl_capacity);
@@ -112,6 +131,11 @@ static inline int32_t gp_queue_first(Sim *sim) {
 /* Start the job in queue slot `slot` now, on the lowest-numbered free nodes; the caller checked
  * that it fits. */
 void gp_start_slot(Sim *sim, int32_t slot, double now);
+
+/* Ask for a pass at time `t` (> now) even if no job arrives or ends then. */
+static inline void gp_wake_at(Sim *sim, double t) {
+    if (t > sim->now && t < sim->wake_at) sim->wake_at = t;
+}
 
 /* Walk running jobs in order of estimated end, then job id: begin, then next until -1. */
 void gp_walk_begin(Sim *sim);

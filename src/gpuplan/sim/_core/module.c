@@ -44,20 +44,22 @@ static int check_jobs(Sim *sim) {
 }
 
 PyDoc_STRVAR(simulate_doc,
-             "simulate(policy, total_nodes, submit, run, estimate, nodes, gpus, job_id, start, "
+             "simulate(policy, total_nodes, params, submit, run, estimate, nodes, gpus, job_id, start, "
              "range_first, range_count, tl_time, tl_busy_gpus, tl_queued)\n"
              "--\n\n"
-             "Run the batch engine with a compiled policy. Fills start, range_first, range_count and\n"
-             "the timeline; returns (timeline_rows, ranges_bytes).");
+             "Run the batch engine with a compiled policy and its settings (params, float64, at most\n"
+             "8). Fills start, range_first, range_count and the timeline; returns\n"
+             "(timeline_rows, ranges_bytes).");
 
 static PyObject *simulate(PyObject *self, PyObject *args) {
     const char *policy_name;
     int total_nodes;
+    Py_buffer params = {0};
     Arg a[12] = {{.name = "submit"},      {.name = "run"},         {.name = "estimate"},
                  {.name = "nodes"},       {.name = "gpus"},        {.name = "job_id"},
                  {.name = "start"},       {.name = "range_first"}, {.name = "range_count"},
                  {.name = "tl_time"},     {.name = "tl_busy_gpus"}, {.name = "tl_queued"}};
-    if (!PyArg_ParseTuple(args, "siy*y*y*y*y*y*w*w*w*w*w*w*", &policy_name, &total_nodes,
+    if (!PyArg_ParseTuple(args, "siy*y*y*y*y*y*y*w*w*w*w*w*w*", &policy_name, &total_nodes, &params,
                           &a[0].view, &a[1].view, &a[2].view, &a[3].view, &a[4].view, &a[5].view,
                           &a[6].view, &a[7].view, &a[8].view, &a[9].view, &a[10].view,
                           &a[11].view))
@@ -98,12 +100,21 @@ static PyObject *simulate(PyObject *self, PyObject *args) {
     sim.start = a[6].view.buf;
     sim.range_first = a[7].view.buf;
     sim.range_count = a[8].view.buf;
+    if (params.len > (Py_ssize_t)sizeof(sim.params) || params.len % (Py_ssize_t)sizeof(double)) {
+        PyErr_SetString(PyExc_ValueError, "params: at most 8 float64 values");
+        goto done;
+    }
+    memcpy(sim.params, params.buf, (size_t)params.len);
     if (check_jobs(&sim) < 0) goto done;
 
     int64_t rows;
     Py_BEGIN_ALLOW_THREADS
     rows = gp_run(&sim, policy->pass, a[9].view.buf, a[10].view.buf, a[11].view.buf, tl_cap);
     Py_END_ALLOW_THREADS
+    if (rows == -2) {
+        PyErr_Format(PyExc_RuntimeError, "policy %s started a job that did not fit", policy_name);
+        goto done;
+    }
     if (rows < 0) {
         PyErr_NoMemory();
         goto done;
@@ -114,6 +125,7 @@ static PyObject *simulate(PyObject *self, PyObject *args) {
     result = Py_BuildValue("LN", (long long)rows, ranges);
 done:
     if (sim_ready) gp_sim_free(&sim);
+    if (params.obj) PyBuffer_Release(&params);
     for (int k = 0; k < 12; k++)
         if (a[k].view.obj) PyBuffer_Release(&a[k].view);
     return result;
