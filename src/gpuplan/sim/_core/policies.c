@@ -135,8 +135,11 @@ static void slurm_backfill_cycle(Sim *sim, double now) {
         sim->profile_free[k] += sim->nodes[job];
     }
 
+    /* Reservations matter only to later jobs of this cycle, and only by stopping them from
+     * starting now: once no node is free now, the rest of the cycle could start nothing. */
     int64_t tested = 0;
-    for (int32_t slot = gp_queue_first(sim); slot < sim->q_count && tested < max_test; slot++) {
+    for (int32_t slot = gp_queue_first(sim); slot < sim->q_count && tested < max_test && sim->free_nodes > 0;
+         slot++) {
         int32_t nodes = sim->q_nodes[slot];
         if (nodes == GP_GONE) continue;
         tested++;
