@@ -8,7 +8,7 @@ setup(
     ext_modules=[
         Extension(
             "gpuplan.sim._batchcore",
-            sources=[f"{CORE}/module.c", f"{CORE}/engine.c", f"{CORE}/policies.c"],
+            sources=[f"{CORE}/module.c", f"{CORE}/engine.c", f"{CORE}/policies.c", f"{CORE}/priority.c"],
             depends=[f"{CORE}/engine.h"],
             extra_compile_args=["-O2"],
         )

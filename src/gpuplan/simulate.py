@@ -13,7 +13,9 @@ from gpuplan import __version__
 from gpuplan.inputs import Input, InputOptions, load_input
 from gpuplan.metrics.summary import summarize
 from gpuplan.results.files import write_summary, write_tables
+from gpuplan.scenario.model import SlurmSettings as ScenarioSlurm
 from gpuplan.sim.outcome import REJECTED, ModelRun
+from gpuplan.sim.priority import MultifactorSettings
 from gpuplan.sim.registry import Registry
 from gpuplan.sim.slurm import SlurmSettings, simulate_slurm
 
@@ -43,6 +45,26 @@ class SimulateResult:
         return {"model": name, **body}
 
 
+def slurm_settings(spec: ScenarioSlurm) -> SlurmSettings:
+    """The Slurm model's settings from a scenario's ``models.slurm``."""
+    return SlurmSettings(
+        backfill=spec.backfill,
+        bf_interval=spec.bf_interval,
+        bf_window=spec.bf_window,
+        bf_resolution=spec.bf_resolution,
+        bf_max_job_test=spec.bf_max_job_test,
+        priority_type=spec.priority_type,
+        multifactor=MultifactorSettings(
+            weight_age=spec.priority_weight_age,
+            weight_fairshare=spec.priority_weight_fairshare,
+            weight_job_size=spec.priority_weight_job_size,
+            max_age_s=spec.priority_max_age,
+            decay_half_life_s=spec.priority_decay_half_life,
+            calc_period_s=spec.priority_calc_period,
+        ),
+    )
+
+
 def _rejection_warning(loaded: Input, run: ModelRun) -> str | None:
     rejected = np.flatnonzero(run.state == REJECTED)
     if not len(rejected):
@@ -65,12 +87,12 @@ def simulate(request: SimulateRequest) -> SimulateResult:
     read_s = time.perf_counter() - began
     settings = SlurmSettings()
     if loaded.scenario is not None:
-        settings = SlurmSettings(**loaded.scenario.scenario.models.slurm.model_dump())
+        settings = slurm_settings(loaded.scenario.scenario.models.slurm)
     if request.backfill is not None:
         settings = replace(settings, backfill=request.backfill)
 
     workload = loaded.workload
-    run = simulate_slurm(workload.jobs, loaded.pools, settings, workload.services)
+    run = simulate_slurm(workload.jobs, loaded.pools, settings, workload.services, workload.team_shares)
 
     began = time.perf_counter()
     model_summary = summarize(run, workload.team_shares)

@@ -329,6 +329,15 @@ class SlurmSettings(Section):
     bf_window: int = Field(1440, ge=1, le=43200, description="minutes into the future a job may reserve")
     bf_resolution: int = Field(60, ge=1, le=3600, description="seconds: granularity of the time profile")
     bf_max_job_test: int = Field(500, ge=1, le=1_000_000, description="jobs tested per backfill cycle")
+    priority_type: Literal["basic", "multifactor"] = Field(
+        "basic", description="PriorityType: priority/basic (first come, first served) or priority/multifactor"
+    )
+    priority_weight_age: float = Field(0, ge=0, description="PriorityWeightAge")
+    priority_weight_fairshare: float = Field(0, ge=0, description="PriorityWeightFairshare")
+    priority_weight_job_size: float = Field(0, ge=0, description="PriorityWeightJobSize")
+    priority_max_age: Duration = Field(7 * 86400.0, description="PriorityMaxAge")
+    priority_decay_half_life: Duration = Field(7 * 86400.0, description="PriorityDecayHalfLife")
+    priority_calc_period: Duration = Field(300.0, gt=0, description="PriorityCalcPeriod")
 
 
 class Models(Section):

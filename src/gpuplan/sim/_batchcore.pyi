@@ -22,6 +22,7 @@ def simulate(
     tl_time: Buffer,
     tl_busy_gpus: Buffer,
     tl_queued: Buffer,
+    priority: tuple[object, ...] | None = None,
     /,
 ) -> tuple[int, bytes]: ...
 def hostlists(

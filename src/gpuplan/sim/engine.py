@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
     from gpuplan.sim.cluster import Pool
+    from gpuplan.sim.priority import PriorityInputs
 
 
 def compiled_passes() -> list[str]:
@@ -80,9 +81,16 @@ class BatchSchedule:
         )
 
 
-def run_batch(jobs: BatchJobs, pool: Pool, schedule_pass: str, params: Sequence[float] = ()) -> BatchSchedule:
+def run_batch(
+    jobs: BatchJobs,
+    pool: Pool,
+    schedule_pass: str,
+    params: Sequence[float] = (),
+    priority: PriorityInputs | None = None,
+) -> BatchSchedule:
     """Simulate ``jobs`` on ``pool`` with the compiled pass ``schedule_pass`` ("fifo", "easy",
-    "slurm") and its settings ``params`` (in the order the pass documents them).
+    "slurm") and its settings ``params`` (in the order the pass documents them). The queue is in
+    submit order, or in multifactor priority order when ``priority`` is given.
 
     A job that asks more nodes, or more GPUs per node, than the pool has can never run: it is
     rejected at arrival (``rejected``) and never queued."""
@@ -118,6 +126,7 @@ def run_batch(jobs: BatchJobs, pool: Pool, schedule_pass: str, params: Sequence[
             tl_time,
             tl_busy,
             tl_queued,
+            None if priority is None else priority.take(admitted).for_engine(),
         )
     if m < n:  # back to one row per job
         start_all = np.full(n, np.nan)

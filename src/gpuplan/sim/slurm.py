@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
@@ -32,6 +32,7 @@ from gpuplan.sim.outcome import (
     ServiceOutcome,
 )
 from gpuplan.sim.policies import BACKFILL
+from gpuplan.sim.priority import MultifactorSettings, multifactor
 from gpuplan.workload.jobtable import Int32, JobTable
 from gpuplan.workload.services import DEMAND_STEP_S, Service
 
@@ -47,6 +48,8 @@ class SlurmSettings:
     bf_window: int = 1440  # minutes ahead a job may be reserved
     bf_resolution: int = 60  # seconds: granularity of the time profile
     bf_max_job_test: int = 500  # jobs tested per backfill cycle
+    priority_type: str = "basic"  # PriorityType: priority/basic (FCFS) | priority/multifactor
+    multifactor: MultifactorSettings = field(default_factory=MultifactorSettings)
 
     def params(self, names: tuple[str, ...]) -> list[float]:
         values = {
@@ -58,16 +61,18 @@ class SlurmSettings:
         return [values[name] for name in names]
 
     def echo(self) -> dict[str, Any]:
-        """The settings that matter for the chosen mode, for summary.json."""
-        if self.backfill != "slurm":
-            return {"backfill": self.backfill}
-        return {
-            "backfill": self.backfill,
-            "bf_interval": self.bf_interval,
-            "bf_window": self.bf_window,
-            "bf_resolution": self.bf_resolution,
-            "bf_max_job_test": self.bf_max_job_test,
-        }
+        """The settings that matter for the chosen modes, for summary.json."""
+        echoed: dict[str, Any] = {"backfill": self.backfill}
+        if self.backfill == "slurm":
+            echoed |= {
+                "bf_interval": self.bf_interval,
+                "bf_window": self.bf_window,
+                "bf_resolution": self.bf_resolution,
+                "bf_max_job_test": self.bf_max_job_test,
+            }
+        if self.priority_type == "multifactor":
+            echoed |= {"priority_type": "multifactor", **asdict(self.multifactor)}
+        return echoed
 
 
 def route_jobs(jobs: JobTable, pools: list[Pool]) -> Int32:
@@ -106,10 +111,14 @@ def _static_service(service: Service, pool: Pool, free_nodes: int) -> tuple[Serv
 
 
 def simulate_slurm(
-    jobs: JobTable, pools: list[Pool], settings: SlurmSettings, services: list[Service] | None = None
+    jobs: JobTable,
+    pools: list[Pool],
+    settings: SlurmSettings,
+    services: list[Service] | None = None,
+    team_shares: dict[str, float] | None = None,
 ) -> ModelRun:
     """Schedule ``jobs`` (and ``services``) on ``pools`` under the Slurm model; jobs come back in
-    queue order (submit time, then job id)."""
+    submit order (submit time, then job id). ``team_shares`` are the accounts' ``Fairshare=``."""
     schedule_pass = BACKFILL.get(settings.backfill)
     jobs = jobs.take(jobs.queue_order())
     limit = jobs.time_limit_s
@@ -142,8 +151,21 @@ def simulate_slurm(
             nodes=jobs.nodes[members],
             gpus_per_node=jobs.gpus_per_node[members],
         )
+        priority = None
+        if settings.priority_type == "multifactor":
+            priority = multifactor(
+                jobs.nodes[members],
+                jobs.team.take(members),
+                batch_pool.nodes,
+                settings.multifactor,
+                team_shares,
+            )
         schedule = run_batch(
-            batch, batch_pool, schedule_pass.compiled_name, settings.params(schedule_pass.parameters)
+            batch,
+            batch_pool,
+            schedule_pass.compiled_name,
+            settings.params(schedule_pass.parameters),
+            priority,
         )
         start_s[members] = schedule.start_s
         rejected[members] = schedule.rejected

@@ -63,6 +63,7 @@ void gp_sim_free(Sim *sim) {
     PyMem_RawFree(sim->ranges);
     PyMem_RawFree(sim->profile_time);
     PyMem_RawFree(sim->profile_free);
+    if (sim->prio_static) gp_priority_free(sim);
 }
 
 /* ---- heaps ----------------------------------------------------------------------------- */
@@ -268,6 +269,7 @@ static void queue_append(Sim *sim, int32_t job) {
     sim->q_count++;
     sim->q_len++;
     sim->changes++;
+    if (sim->prio_static) gp_priority_insert(sim, sim->q_count - 1);
 }
 
 /* Close the holes left by started jobs, keeping queue order. */
@@ -295,6 +297,7 @@ void gp_start_slot(Sim *sim, int32_t slot, double now) {
     sim->q_len--;
     sim->q_holes++;
     sim->changes++;
+    if (sim->prio_static) gp_priority_started(sim, job, +1);
     sim->start[job] = now;
     sim->free_nodes -= sim->nodes[job];
     sim->busy_gpus += sim->gpus[job];
@@ -308,6 +311,7 @@ void gp_start_slot(Sim *sim, int32_t slot, double now) {
 
 static void end_job(Sim *sim, int32_t job) {
     sim->changes++;
+    if (sim->prio_static) gp_priority_started(sim, job, -1);
     sim->free_nodes += sim->nodes[job];
     sim->busy_gpus -= sim->gpus[job];
     release_nodes(sim, job);
@@ -326,6 +330,8 @@ int64_t gp_run(Sim *sim, SchedulePass pass, double *tl_time, int64_t *tl_busy_gp
         if (next_arrival < sim->n_jobs && sim->submit[next_arrival] < now) now = sim->submit[next_arrival];
         if (now >= sim->wake_at) sim->wake_at = INFINITY; /* this instant serves the wake-up */
         sim->now = now;
+        /* 0. priorities: usage up to now, and the periodic recalculation when due */
+        if (sim->prio_static && gp_priority_instant(sim, now) < 0) return sim->hook_error ? -3 : -1;
         /* 1. all ends at this instant */
         while (sim->end_len > 0 && sim->end_time[sim->end_heap[0]] <= now) end_job(sim, end_pop(sim));
         /* 2. all arrivals */
@@ -335,6 +341,7 @@ int64_t gp_run(Sim *sim, SchedulePass pass, double *tl_time, int64_t *tl_busy_gp
         pass(sim, now);
         if (sim->out_of_memory) return -1;
         if (sim->policy_error) return -2;
+        if (sim->prio_static && (sim->q_len > 0 || sim->end_len > 0)) gp_wake_at(sim, sim->next_recalc);
         if (sim->q_holes > 64 && sim->q_holes > sim->q_len) queue_compact(sim);
         if (rows < tl_capacity &&
             (rows == 0 || tl_busy_gpus[rows - 1] != sim->busy_gpus || tl_queued[rows - 1] != sim->q_len)) {

@@ -101,9 +101,32 @@ struct Sim {
     int32_t *profile_free;
     int32_t profile_len;
 
+    /* Priority order of the queue (Slurm PriorityType=priority/multifactor), kept by priority.c;
+     * off (FCFS: submit time, then job id) when prio_static is NULL. */
+    const double *prio_static; /* per job: weighted job-size, partition and QoS factors */
+    const int32_t *account;    /* per job: index of its account (association) */
+    int32_t n_accounts;
+    double prio_weight_age, prio_max_age, prio_weight_fairshare, prio_calc_period;
+    double *priority;          /* per job: its priority when it was last computed */
+    double *fs_factor;         /* per account: fair-share factor from the last recalculation */
+    double *acct_usage;        /* per account: GPU-seconds used since the last recalculation */
+    int64_t *acct_running_gpus;
+    double usage_clock, next_recalc;
+    /* fair-share hook: called with the GIL as hook(now, acct_usage) and fills fs_factor */
+    int (*fairshare)(Sim *sim, double now);
+    void *fairshare_state;
+
     int out_of_memory;
     int policy_error; /* a pass started a job that did not fit */
+    int hook_error;   /* the fair-share hook raised */
 };
+
+/* priority.c: the queue's priority order */
+int gp_priority_init(Sim *sim);
+void gp_priority_free(Sim *sim);
+void gp_priority_insert(Sim *sim, int32_t slot_of_new_job);
+int gp_priority_instant(Sim *sim, double now); /* accrue usage; recalculate when due; -1 on error */
+void gp_priority_started(Sim *sim, int32_t job, int sign);
 
 int gp_sim_init(Sim *sim, int32_t n_jobs, int32_t total_nodes);
 void gp_sim_free(Sim *sim);
@@ -112,7 +135,8 @@ void gp_sim_free(Sim *sim);
  * Run to the end. At each instant: apply all job ends, then all arrivals, then one `pass`; then
  * record (time, busy GPUs, queued jobs) in the timeline when either changed. Instants are job
  * arrivals, job ends, and the times passes ask for with gp_wake_at(). Returns the number of
- * timeline rows, -1 when memory ran out, or -2 when a pass started a job that did not fit.
+ * timeline rows, -1 when memory ran out, -2 when a pass started a job that did not fit, or -3
+ * when the fair-share hook raised (its Python exception is set).
  */
 int64_t gp_run(Sim *sim, SchedulePass pass, double *tl_time, int64_t *tl_busy_gpus,
                int32_t *tl_queued, int64_t tl_capacity);

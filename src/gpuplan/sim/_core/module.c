@@ -23,6 +23,32 @@ static int check_len(Arg *arg, Py_ssize_t n, Py_ssize_t itemsize) {
     return 0;
 }
 
+typedef struct {
+    PyObject *callable; /* hook(now, usage_bytes) -> float64 buffer of fair-share factors */
+    int32_t n_accounts;
+} FairshareHook;
+
+/* Called with the GIL held: hand each account's GPU-seconds since the last call, take factors. */
+static int call_fairshare_hook(Sim *sim, double now) {
+    FairshareHook *hook = sim->fairshare_state;
+    PyObject *usage = PyBytes_FromStringAndSize((const char *)sim->acct_usage,
+                                                (Py_ssize_t)hook->n_accounts * (Py_ssize_t)sizeof(double));
+    if (!usage) return -1;
+    PyObject *result = PyObject_CallFunction(hook->callable, "dN", now, usage);
+    if (!result) return -1;
+    Py_buffer view;
+    if (PyObject_GetBuffer(result, &view, PyBUF_SIMPLE) < 0) {
+        Py_DECREF(result);
+        return -1;
+    }
+    int ok = view.len == (Py_ssize_t)hook->n_accounts * (Py_ssize_t)sizeof(double);
+    if (ok) memcpy(sim->fs_factor, view.buf, (size_t)view.len);
+    else PyErr_SetString(PyExc_ValueError, "fair-share hook: expected one float64 per account");
+    PyBuffer_Release(&view);
+    Py_DECREF(result);
+    return ok ? 0 : -1;
+}
+
 static int check_jobs(Sim *sim) {
     for (int32_t j = 0; j < sim->n_jobs; j++) {
         if (!(sim->run[j] >= 0) || !(sim->estimate[j] >= 0) || !isfinite(sim->submit[j]) ||
@@ -55,14 +81,17 @@ static PyObject *simulate(PyObject *self, PyObject *args) {
     const char *policy_name;
     int total_nodes;
     Py_buffer params = {0};
+    PyObject *priority = Py_None;
+    Py_buffer prio_static = {0}, prio_account = {0};
+    FairshareHook hook = {0};
     Arg a[12] = {{.name = "submit"},      {.name = "run"},         {.name = "estimate"},
                  {.name = "nodes"},       {.name = "gpus"},        {.name = "job_id"},
                  {.name = "start"},       {.name = "range_first"}, {.name = "range_count"},
                  {.name = "tl_time"},     {.name = "tl_busy_gpus"}, {.name = "tl_queued"}};
-    if (!PyArg_ParseTuple(args, "siy*y*y*y*y*y*y*w*w*w*w*w*w*", &policy_name, &total_nodes, &params,
+    if (!PyArg_ParseTuple(args, "siy*y*y*y*y*y*y*w*w*w*w*w*w*|O", &policy_name, &total_nodes, &params,
                           &a[0].view, &a[1].view, &a[2].view, &a[3].view, &a[4].view, &a[5].view,
                           &a[6].view, &a[7].view, &a[8].view, &a[9].view, &a[10].view,
-                          &a[11].view))
+                          &a[11].view, &priority))
         return NULL;
     PyObject *result = NULL;
     Sim sim;
@@ -106,11 +135,41 @@ static PyObject *simulate(PyObject *self, PyObject *args) {
     }
     memcpy(sim.params, params.buf, (size_t)params.len);
     if (check_jobs(&sim) < 0) goto done;
+    if (priority != Py_None) {
+        int n_accounts;
+        if (!PyArg_ParseTuple(priority, "y*y*iddddO", &prio_static, &prio_account, &n_accounts,
+                              &sim.prio_weight_age, &sim.prio_max_age, &sim.prio_weight_fairshare,
+                              &sim.prio_calc_period, &hook.callable))
+            goto done;
+        if (prio_static.len != n * 8 || prio_account.len != n * 4 || n_accounts < 1) {
+            PyErr_SetString(PyExc_ValueError, "priority: static (float64) and account (int32) per job");
+            goto done;
+        }
+        const int32_t *account = prio_account.buf;
+        for (Py_ssize_t j = 0; j < n; j++)
+            if (account[j] < 0 || account[j] >= n_accounts) {
+                PyErr_Format(PyExc_ValueError, "priority: job index %zd has no account", j);
+                goto done;
+            }
+        sim.prio_static = prio_static.buf;
+        sim.account = account;
+        sim.n_accounts = n_accounts;
+        hook.n_accounts = n_accounts;
+        if (hook.callable != Py_None) {
+            sim.fairshare = call_fairshare_hook;
+            sim.fairshare_state = &hook;
+        }
+        if (gp_priority_init(&sim) < 0) {
+            PyErr_NoMemory();
+            goto done;
+        }
+    }
 
     int64_t rows;
     Py_BEGIN_ALLOW_THREADS
     rows = gp_run(&sim, policy->pass, a[9].view.buf, a[10].view.buf, a[11].view.buf, tl_cap);
     Py_END_ALLOW_THREADS
+    if (rows == -3) goto done; /* the hook's exception is set */
     if (rows == -2) {
         PyErr_Format(PyExc_RuntimeError, "policy %s started a job that did not fit", policy_name);
         goto done;
@@ -126,6 +185,8 @@ static PyObject *simulate(PyObject *self, PyObject *args) {
 done:
     if (sim_ready) gp_sim_free(&sim);
     if (params.obj) PyBuffer_Release(&params);
+    if (prio_static.obj) PyBuffer_Release(&prio_static);
+    if (prio_account.obj) PyBuffer_Release(&prio_account);
     for (int k = 0; k < 12; k++)
         if (a[k].view.obj) PyBuffer_Release(&a[k].view);
     return result;

@@ -1,0 +1,79 @@
+"""Slurm's priority plugins: ``PriorityType=priority/basic`` (first come, first served) and
+``priority/multifactor`` (https://slurm.schedmd.com/priority_multifactor.html).
+
+With multifactor a job's priority is the sum of factors in [0, 1] times their weights:
+``PriorityWeightAge`` x min(age / ``PriorityMaxAge``, 1) + ``PriorityWeightFairshare`` x fair-share
+factor + ``PriorityWeightJobSize`` x nodes / nodes of the partition + ``PriorityWeightPartition`` x
+partition factor + ``PriorityWeightQOS`` x QoS factor. The engine keeps the queue in priority order
+and recomputes it every ``PriorityCalcPeriod`` (``_core/priority.c``); the fair-share factor comes
+from ``gpuplan.sim.fairshare``. Partitions and QoS with their own factors come with those features;
+until then both factors are 0.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from gpuplan.sim.fairshare import ClassicFairShare
+from gpuplan.workload.jobtable import Float64, Int32, Labels
+
+DAY_S = 86400.0
+
+
+@dataclass(frozen=True)
+class MultifactorSettings:
+    """slurm.conf priority settings; defaults are Slurm's (every weight 0)."""
+
+    weight_age: float = 0.0  # PriorityWeightAge
+    weight_fairshare: float = 0.0  # PriorityWeightFairshare
+    weight_job_size: float = 0.0  # PriorityWeightJobSize
+    max_age_s: float = 7 * DAY_S  # PriorityMaxAge (7-0)
+    decay_half_life_s: float = 7 * DAY_S  # PriorityDecayHalfLife (7-0)
+    calc_period_s: float = 300.0  # PriorityCalcPeriod (5 minutes)
+
+
+@dataclass(frozen=True)
+class PriorityInputs:
+    """What the engine needs to keep the queue in multifactor order."""
+
+    static: Float64  # per job: the factors that do not change while it waits, weighted
+    account: Int32  # per job: index into the accounts
+    settings: MultifactorSettings
+    fairshare: ClassicFairShare
+
+    def take(self, rows: npt.NDArray[np.int64]) -> PriorityInputs:
+        return PriorityInputs(self.static[rows], self.account[rows], self.settings, self.fairshare)
+
+    def for_engine(self) -> tuple[object, ...]:
+        s = self.settings
+        return (
+            np.ascontiguousarray(self.static, dtype=np.float64),
+            np.ascontiguousarray(self.account, dtype=np.int32),
+            len(self.fairshare.normalised_shares),
+            s.weight_age,
+            s.max_age_s,
+            s.weight_fairshare,
+            s.calc_period_s,
+            self.fairshare,
+        )
+
+
+def multifactor(
+    nodes: Int32,
+    teams: Labels,
+    pool_nodes: int,
+    settings: MultifactorSettings,
+    shares: dict[str, float] | None,
+) -> PriorityInputs:
+    """Priority inputs for jobs of ``nodes`` nodes whose accounts are ``teams``."""
+    static = settings.weight_job_size * nodes.astype(np.float64) / max(pool_nodes, 1)
+    account_shares = np.array([(shares or {}).get(team, 1.0) for team in teams.labels] or [1.0])
+    return PriorityInputs(
+        static=static,
+        account=teams.codes,
+        settings=settings,
+        fairshare=ClassicFairShare(account_shares, settings.decay_half_life_s),
+    )
