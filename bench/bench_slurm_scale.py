@@ -1,0 +1,86 @@
+"""Scale: about a million jobs on 10,000 GPUs (1,250 nodes x 8) under the Slurm model with
+multifactor priority (age and fair share over ten accounts) and Slurm's backfill.
+
+    python bench/bench_slurm_scale.py [--days 96]
+
+Jobs take whole nodes (the engine allocates nodes, not single GPUs, so far). Prints the jobs, the
+simulation time and the peak memory of this process (target: <= 60 s, <= 1 GB).
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import yaml
+
+from gpuplan.scenario.load import load_scenario
+from gpuplan.sim.cluster import Pool
+from gpuplan.sim.slurm import simulate_slurm
+from gpuplan.simulate import slurm_settings
+from gpuplan.workload.synthesis import synthesize
+
+
+def scenario(days: int) -> dict[str, object]:
+    teams = [{"name": f"account{t}", "share": 1 + t % 4, "users": 20} for t in range(10)]
+    workloads = [
+        {
+            "name": f"jobs{w}",
+            "kind": "batch",
+            "team": f"account{w % 10}",
+            "arrival": {"rate": "520/day", "diurnal": {"peak_hour": 14, "peak_to_trough": 3}},
+            "size": {"1x8": 70, "2x8": 20, "4x8": 8, "8x8": 2},  # whole nodes (OverSubscribe=EXCLUSIVE)
+            "duration": {"median": "40m", "sigma": 1.3, "max": "2d"},
+            "time_limit": {"over_request": 2.5, "round_to": "30m", "max": "2d"},
+        }
+        for w in range(20)
+    ]
+    return {
+        "name": "scale",
+        "seed": 1,
+        "horizon": f"{days}d",
+        "cluster": {"pools": [{"name": "gpu", "gpus_per_node": 8, "nodes": 1250}]},
+        "teams": teams,
+        "workloads": workloads,
+        "models": {
+            "slurm": {
+                "backfill": "slurm",
+                "priority_type": "multifactor",
+                "priority_weight_age": 1000,
+                "priority_weight_fairshare": 10000,
+            }
+        },
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--days", type=int, default=96)  # about a million jobs
+    days = parser.parse_args().days
+    with tempfile.TemporaryDirectory() as directory:
+        path = Path(directory) / "scale.yaml"
+        path.write_text(yaml.safe_dump(scenario(days), sort_keys=False))
+        loaded = load_scenario(path)
+        began = time.perf_counter()
+        workload = synthesize(loaded)
+        synth_s = time.perf_counter() - began
+    pool = loaded.pools[0]
+    pools = [Pool(pool.name, pool.nodes, pool.gpus_per_node)]
+    settings = slurm_settings(loaded.scenario.models.slurm)
+    run = simulate_slurm(workload.jobs, pools, settings, team_shares=workload.team_shares)
+    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    wait = (run.start_s - run.jobs.submit_s)[run.started]
+    offered = float((run.jobs.gpus * run.run_s).sum() / (pool.gpus * days * 86400))
+    print(f"{len(run.jobs):,} jobs on {pool.gpus:,} GPUs over {days} days, offered load {offered:.2f}")
+    print(f"synthesise {synth_s:.1f} s; simulate {run.simulate_s:.1f} s; peak memory {peak_mb:,.0f} MB")
+    print(f"mean wait {wait.mean():,.0f} s, p95 {float(np.percentile(wait, 95)):,.0f} s")
+
+
+if __name__ == "__main__":
+    main()
