@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gpuplan.sim.cluster import Pool
-from gpuplan.sim.fairshare import ClassicFairShare
+from gpuplan.sim.fairshare import Classic, FairTree
 from gpuplan.sim.priority import MultifactorSettings
 from gpuplan.sim.slurm import SlurmSettings, simulate_slurm
 from test_policies import bf_settings, workloads
@@ -23,10 +23,11 @@ def starts(
     return dict(zip(run.jobs.job_id.tolist(), starts_of(run), strict=True))
 
 
-def test_fair_share_puts_the_lighter_account_first() -> None:
+@pytest.mark.parametrize("algorithm", ["fair_tree", "classic"])
+def test_fair_share_puts_the_lighter_account_first(algorithm: str) -> None:
     # One node. Team a's first job runs 0-1000. a2 (t=10) and b1 (t=20) wait. At the recalculation
-    # at t=300, a has used 300 GPU-seconds and b none: F(a) = 2^(-1/0.5) = 0.25, F(b) = 1, so b1
-    # overtakes a2 when the node frees at 1000.
+    # at t=300, a has used 300 GPU-seconds and b none (classic: F(a) = 2^(-1/0.5) = 0.25, F(b) = 1;
+    # Fair Tree: b's LF is infinite, a's 0.5, so b's user ranks first), so b1 overtakes a2 at 1000.
     jobs = (
         workload()
         .job(submit=0, run=1000, team="a")
@@ -40,7 +41,8 @@ def test_fair_share_puts_the_lighter_account_first() -> None:
     assert starts(jobs, 1, SlurmSettings("none")) == {1: 0, 2: 1000, 3: 1010}
 
 
-def test_shares_weigh_usage() -> None:
+@pytest.mark.parametrize("algorithm", ["fair_tree", "classic"])
+def test_shares_weigh_usage(algorithm: str) -> None:
     # Two nodes, used equally by a and b until 1000. Then b1 (submitted first) and a2 each need both
     # nodes. Equal shares: the factors tie and b1 goes first. With a's share ten times b's, the same
     # usage is far below a's share and far above b's: a2 goes first.
@@ -58,15 +60,62 @@ def test_shares_weigh_usage() -> None:
     assert starts(jobs, 2, fair, {"a": 10, "b": 1}) == {1: 0, 2: 0, 3: 1010, 4: 1000}
 
 
+def usage(fairshare: Classic | FairTree, now: float, values: list[float]) -> list[float]:
+    return np.frombuffer(fairshare(now, np.array(values, dtype=np.float64).tobytes())).tolist()
+
+
 def test_classic_fair_share_factor_and_decay() -> None:
-    fairshare = ClassicFairShare(np.array([1.0, 1.0, 2.0]), decay_half_life_s=100.0)
-    factors = np.frombuffer(fairshare(0.0, np.array([0.0, 0.0, 0.0]).tobytes()))
-    assert factors.tolist() == [1.0, 1.0, 1.0]  # no usage yet
-    factors = np.frombuffer(fairshare(10.0, np.array([50.0, 0.0, 50.0]).tobytes()))
+    # three accounts with one user each, shares 1, 1, 2
+    fairshare = Classic(np.array([0, 1, 2], dtype=np.int32), np.array([1.0, 1.0, 2.0]), half_life_s=100.0)
+    assert usage(fairshare, 0.0, [0, 0, 0]) == [1.0, 1.0, 1.0]  # no usage yet
     # usage shares 0.5, 0, 0.5 against shares 0.25, 0.25, 0.5
-    assert factors.tolist() == pytest.approx([2**-2, 1.0, 2**-1])
-    fairshare(110.0, np.zeros(3).tobytes())
+    assert usage(fairshare, 10.0, [50, 0, 50]) == pytest.approx([2**-2, 1.0, 2**-1])
+    usage(fairshare, 110.0, [0, 0, 0])
     assert fairshare.usage.tolist() == pytest.approx([25.0, 0.0, 25.0])  # one half-life later
+
+
+def test_fair_tree_ranks_users_account_by_account() -> None:
+    # accounts 0 (shares 1) and 1 (shares 3); users 0, 1 in account 0 and 2, 3, 4 in account 1.
+    tree = FairTree(np.array([0, 0, 1, 1, 1], dtype=np.int32), np.array([1.0, 3.0]), half_life_s=0)
+    # account 0 used 20 of 100 (LF 0.25 / 0.2 = 1.25); account 1 used 80 (LF 0.75 / 0.8 = 0.94):
+    # both of account 0's users rank above all of account 1's, whatever their own usage
+    factors = usage(tree, 0.0, [5, 15, 0, 40, 40])
+    assert factors == pytest.approx([1.0, 0.8, 0.6, 0.4, 0.4])  # users 3 and 4 tie: same LF, same rank
+
+
+def test_fair_tree_merges_tied_accounts() -> None:
+    # equal shares and usage: the accounts tie, and their users are ranked together by their own LF
+    tree = FairTree(np.array([0, 0, 1, 1], dtype=np.int32), np.array([1.0, 1.0]), half_life_s=0)
+    factors = usage(tree, 0.0, [10, 30, 20, 20])
+    # LF within their accounts: user 0: 0.5/0.25 = 2, user 1: 0.5/0.75, users 2 and 3: 1
+    assert factors == pytest.approx([1.0, 0.25, 0.75, 0.75])
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(st.integers(0, 3), min_size=1, max_size=12),
+    st.lists(st.floats(0.5, 5), min_size=4, max_size=4),
+    st.data(),
+)
+def test_fair_tree_keeps_accounts_in_level_fairshare_order(
+    accounts: list[int], shares: list[float], data
+) -> None:
+    used = data.draw(st.lists(st.integers(0, 100), min_size=len(accounts), max_size=len(accounts)))
+    tree = FairTree(np.array(accounts, dtype=np.int32), np.array(shares), half_life_s=0)
+    factors = np.array(usage(tree, 0.0, [float(u) for u in used]))
+    assert factors.max() == 1.0 and (factors > 0).all()
+    account_usage = np.bincount(accounts, weights=used, minlength=4)
+    total = account_usage.sum()
+    level = [
+        np.inf
+        if total == 0 or account_usage[a] == 0
+        else (shares[a] / sum(shares)) / (account_usage[a] / total)
+        for a in range(4)
+    ]
+    for i, a in enumerate(accounts):
+        for j, b in enumerate(accounts):
+            if level[a] > level[b]:
+                assert factors[i] > factors[j]
 
 
 @settings(max_examples=200, deadline=None)

@@ -61,6 +61,7 @@ def slurm_settings(spec: ScenarioSlurm) -> SlurmSettings:
             max_age_s=spec.priority_max_age,
             decay_half_life_s=spec.priority_decay_half_life,
             calc_period_s=spec.priority_calc_period,
+            fairshare=spec.fairshare,
         ),
     )
 

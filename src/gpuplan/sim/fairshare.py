@@ -1,14 +1,20 @@
 """Fair-share factors for Slurm's multifactor priority (``PriorityWeightFairshare``).
 
-Classic fair share (https://slurm.schedmd.com/priority_multifactor.html, "Fair-share Factor"; Slurm
-uses it with ``PriorityFlags=NO_FAIR_TREE``), for a flat association tree of accounts under the root:
+The association tree here has two levels: accounts (the scenario's teams, ``Fairshare=`` their
+shares) under the root, and users under their account (``Fairshare=1`` each, Slurm's default).
+Usage is GPU-seconds, decayed with ``PriorityDecayHalfLife``: past usage counts half as much after
+each half-life. The engine calls a hook every ``PriorityCalcPeriod`` with each user association's
+GPU-seconds since the previous call and takes a factor in [0, 1] for each.
 
-    F = 2 ** (-U / S)
-
-where S is the account's normalised shares (``Fairshare=`` over the sum of all accounts') and U its
-normalised usage (decayed GPU-seconds over the sum of all accounts'). Usage decays with
-``PriorityDecayHalfLife``: past usage counts half as much after each half-life. An account using
-exactly its share gets 0.5; no usage, 1. Fair Tree (the default since Slurm 19.05) is still to come.
+- Fair Tree (https://slurm.schedmd.com/fair_tree.html; the default since Slurm 19.05): at each level
+  an association's Level Fairshare is LF = S / U, its shares and its usage each normalised over itself
+  and its siblings (U = 0 gives infinity). Accounts are visited by LF, highest first, and users ranked
+  in that order, so every user of an account with a higher LF ranks above every user of one with a
+  lower LF. A user's factor is its rank over the number of users (the first gets 1.0). Sibling users
+  with equal LF share a rank; sibling accounts with equal LF have their users merged before ranking.
+- Classic (``PriorityFlags=NO_FAIR_TREE``): F = 2 ** (-U / S) per account, with S the account's
+  normalised shares and U its normalised usage; its users share it. An account using exactly its
+  share gets 0.5; no usage, 1.
 """
 
 from __future__ import annotations
@@ -16,24 +22,91 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
+Float64 = npt.NDArray[np.float64]
 
-class ClassicFairShare:
-    """The hook the engine calls every ``PriorityCalcPeriod`` with each account's GPU-seconds since
-    the previous call; returns each account's fair-share factor."""
 
-    def __init__(self, shares: npt.NDArray[np.float64], decay_half_life_s: float) -> None:
-        if (shares <= 0).any():
+class FairShare:
+    """Decayed usage per user association, and the hook the engine calls."""
+
+    def __init__(
+        self, account_of_user: npt.NDArray[np.int32], account_shares: Float64, half_life_s: float
+    ) -> None:
+        if (account_shares <= 0).any():
             raise ValueError("fair-share shares must be > 0")
-        self.normalised_shares = shares / shares.sum()
-        self.decay_half_life_s = decay_half_life_s
-        self.usage = np.zeros(len(shares))
+        self.account_of_user = np.asarray(account_of_user, dtype=np.int64)
+        self.account_shares = np.asarray(account_shares, dtype=np.float64)
+        self.half_life_s = half_life_s
+        self.usage = np.zeros(len(account_of_user))
         self.last_s: float | None = None
 
+    @property
+    def users(self) -> int:
+        return len(self.usage)
+
     def __call__(self, now: float, accrued: bytes) -> bytes:
-        if self.last_s is not None and self.decay_half_life_s > 0:
-            self.usage *= 2.0 ** (-(now - self.last_s) / self.decay_half_life_s)
+        if self.last_s is not None and self.half_life_s > 0:
+            self.usage *= 2.0 ** (-(now - self.last_s) / self.half_life_s)
         self.last_s = now
         self.usage += np.frombuffer(accrued, dtype=np.float64)
-        total = self.usage.sum()
-        normalised_usage = self.usage / total if total > 0 else np.zeros_like(self.usage)
-        return bytes(np.exp2(-normalised_usage / self.normalised_shares).astype(np.float64).data)
+        return bytes(np.ascontiguousarray(self.factors(), dtype=np.float64).data)
+
+    def factors(self) -> Float64:
+        raise NotImplementedError
+
+
+def _level_fairshare(shares: Float64, usage: Float64) -> Float64:
+    """LF = S / U among siblings; infinity for no usage (with shares)."""
+    s = shares / shares.sum()
+    total = usage.sum()
+    u = usage / total if total > 0 else np.zeros_like(usage)
+    with np.errstate(divide="ignore"):
+        return np.where(u > 0, s / np.where(u > 0, u, 1.0), np.inf)
+
+
+class FairTree(FairShare):
+    def factors(self) -> Float64:
+        accounts = len(self.account_shares)
+        account_usage = np.bincount(self.account_of_user, weights=self.usage, minlength=accounts).astype(
+            np.float64
+        )
+        account_lf = _level_fairshare(self.account_shares, account_usage)
+        user_lf = np.empty(self.users)
+        for account in range(accounts):
+            members = np.flatnonzero(self.account_of_user == account)
+            if len(members):
+                user_lf[members] = _level_fairshare(np.ones(len(members)), self.usage[members])
+        factors = np.zeros(self.users)
+        rank = rank_no_ties = self.users
+        # accounts from the highest LF down; accounts with equal LF are ranked as one merged account
+        order = np.argsort(-account_lf, kind="stable")
+        start = 0
+        while start < accounts:
+            stop = start
+            while stop < accounts and account_lf[order[stop]] == account_lf[order[start]]:
+                stop += 1
+            merged = np.flatnonzero(np.isin(self.account_of_user, order[start:stop]))
+            previous = None
+            for user in merged[np.argsort(-user_lf[merged], kind="stable")]:
+                if previous is None or user_lf[user] != previous:
+                    rank = rank_no_ties  # a tie keeps the rank of the user before
+                factors[user] = rank / self.users
+                rank_no_ties -= 1
+                previous = user_lf[user]
+            start = stop
+        return factors
+
+
+class Classic(FairShare):
+    def factors(self) -> Float64:
+        account_usage = np.bincount(
+            self.account_of_user, weights=self.usage, minlength=len(self.account_shares)
+        )
+        total = account_usage.sum()
+        normalised_usage = account_usage / total if total > 0 else np.zeros_like(account_usage)
+        normalised_shares = self.account_shares / self.account_shares.sum()
+        return np.asarray(
+            np.exp2(-normalised_usage / normalised_shares)[self.account_of_user], dtype=np.float64
+        )
+
+
+ALGORITHMS: dict[str, type[FairShare]] = {"fair_tree": FairTree, "classic": Classic}

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from gpuplan.sim.fairshare import ClassicFairShare
+from gpuplan.sim.fairshare import ALGORITHMS, FairShare
 from gpuplan.workload.jobtable import Float64, Int32, Labels
 
 DAY_S = 86400.0
@@ -33,6 +33,7 @@ class MultifactorSettings:
     max_age_s: float = 7 * DAY_S  # PriorityMaxAge (7-0)
     decay_half_life_s: float = 7 * DAY_S  # PriorityDecayHalfLife (7-0)
     calc_period_s: float = 300.0  # PriorityCalcPeriod (5 minutes)
+    fairshare: str = "fair_tree"  # fair_tree | classic (PriorityFlags=NO_FAIR_TREE)
 
 
 @dataclass(frozen=True)
@@ -40,19 +41,19 @@ class PriorityInputs:
     """What the engine needs to keep the queue in multifactor order."""
 
     static: Float64  # per job: the factors that do not change while it waits, weighted
-    account: Int32  # per job: index into the accounts
+    association: Int32  # per job: index of its user association (account and user)
     settings: MultifactorSettings
-    fairshare: ClassicFairShare
+    fairshare: FairShare
 
     def take(self, rows: npt.NDArray[np.int64]) -> PriorityInputs:
-        return PriorityInputs(self.static[rows], self.account[rows], self.settings, self.fairshare)
+        return PriorityInputs(self.static[rows], self.association[rows], self.settings, self.fairshare)
 
     def for_engine(self) -> tuple[object, ...]:
         s = self.settings
         return (
             np.ascontiguousarray(self.static, dtype=np.float64),
-            np.ascontiguousarray(self.account, dtype=np.int32),
-            len(self.fairshare.normalised_shares),
+            np.ascontiguousarray(self.association, dtype=np.int32),
+            self.fairshare.users,
             s.weight_age,
             s.max_age_s,
             s.weight_fairshare,
@@ -64,16 +65,19 @@ class PriorityInputs:
 def multifactor(
     nodes: Int32,
     teams: Labels,
+    users: Labels,
     pool_nodes: int,
     settings: MultifactorSettings,
     shares: dict[str, float] | None,
 ) -> PriorityInputs:
-    """Priority inputs for jobs of ``nodes`` nodes whose accounts are ``teams``."""
+    """Priority inputs for jobs of ``nodes`` nodes submitted by ``users`` of accounts ``teams``."""
     static = settings.weight_job_size * nodes.astype(np.float64) / max(pool_nodes, 1)
-    account_shares = np.array([(shares or {}).get(team, 1.0) for team in teams.labels] or [1.0])
-    return PriorityInputs(
-        static=static,
-        account=teams.codes,
-        settings=settings,
-        fairshare=ClassicFairShare(account_shares, settings.decay_half_life_s),
+    # user associations: one per (account, user) pair that submits jobs
+    pairs, association = np.unique(
+        np.stack([teams.codes.astype(np.int64), users.codes.astype(np.int64)]), axis=1, return_inverse=True
     )
+    account_shares = np.array([(shares or {}).get(team, 1.0) for team in teams.labels] or [1.0])
+    fairshare = ALGORITHMS[settings.fairshare](
+        pairs[0].astype(np.int32), account_shares, settings.decay_half_life_s
+    )
+    return PriorityInputs(static, association.reshape(-1).astype(np.int32), settings, fairshare)

@@ -156,6 +156,7 @@ def simulate_slurm(
             priority = multifactor(
                 jobs.nodes[members],
                 jobs.team.take(members),
+                jobs.user.take(members),
                 batch_pool.nodes,
                 settings.multifactor,
                 team_shares,
