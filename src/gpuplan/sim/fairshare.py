@@ -65,34 +65,28 @@ def _level_fairshare(shares: Float64, usage: Float64) -> Float64:
 
 class FairTree(FairShare):
     def factors(self) -> Float64:
+        n = self.users
         accounts = len(self.account_shares)
         account_usage = np.bincount(self.account_of_user, weights=self.usage, minlength=accounts).astype(
             np.float64
         )
         account_lf = _level_fairshare(self.account_shares, account_usage)
-        user_lf = np.empty(self.users)
-        for account in range(accounts):
-            members = np.flatnonzero(self.account_of_user == account)
-            if len(members):
-                user_lf[members] = _level_fairshare(np.ones(len(members)), self.usage[members])
-        factors = np.zeros(self.users)
-        rank = rank_no_ties = self.users
-        # accounts from the highest LF down; accounts with equal LF are ranked as one merged account
-        order = np.argsort(-account_lf, kind="stable")
-        start = 0
-        while start < accounts:
-            stop = start
-            while stop < accounts and account_lf[order[stop]] == account_lf[order[start]]:
-                stop += 1
-            merged = np.flatnonzero(np.isin(self.account_of_user, order[start:stop]))
-            previous = None
-            for user in merged[np.argsort(-user_lf[merged], kind="stable")]:
-                if previous is None or user_lf[user] != previous:
-                    rank = rank_no_ties  # a tie keeps the rank of the user before
-                factors[user] = rank / self.users
-                rank_no_ties -= 1
-                previous = user_lf[user]
-            start = stop
+        # a user's LF among its siblings: shares 1 each, usage over its account's
+        siblings = np.bincount(self.account_of_user, minlength=accounts)[self.account_of_user]
+        parent_usage = account_usage[self.account_of_user]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            used = np.where(parent_usage > 0, self.usage / np.where(parent_usage > 0, parent_usage, 1.0), 0.0)
+            user_lf = np.where(used > 0, (1.0 / siblings) / np.where(used > 0, used, 1.0), np.inf)
+        # accounts from the highest LF down, accounts with equal LF merged into one group; users of a
+        # group by their LF, highest first; rank = users left, a tie keeps the rank of the user before
+        group = np.unique(-account_lf, return_inverse=True)[1].reshape(-1)[self.account_of_user]
+        order = np.lexsort((-user_lf, group))
+        in_group, lf = group[order], user_lf[order]
+        new_rank = np.ones(n, dtype=bool)
+        new_rank[1:] = (in_group[1:] != in_group[:-1]) | (lf[1:] != lf[:-1])
+        first_of_tie = np.maximum.accumulate(np.where(new_rank, np.arange(n), 0))
+        factors = np.empty(n)
+        factors[order] = (n - first_of_tie) / n
         return factors
 
 
