@@ -23,6 +23,8 @@ class Workload:
     nodes: list[int] = field(default_factory=list)
     limit: list[float] = field(default_factory=list)
     teams: list[str] = field(default_factory=list)
+    users: list[str] = field(default_factory=list)
+    qos: list[str] = field(default_factory=list)
 
     def job(
         self,
@@ -33,6 +35,8 @@ class Workload:
         limit: float | None = None,
         job_id: int | None = None,
         team: str = "a",
+        user: str = "u",
+        qos: str = "normal",
     ) -> Workload:
         self.ids.append(len(self.ids) + 1 if job_id is None else job_id)
         self.submit.append(submit)
@@ -40,6 +44,8 @@ class Workload:
         self.nodes.append(nodes)
         self.limit.append(math.nan if limit is None else limit)
         self.teams.append(team)
+        self.users.append(user)
+        self.qos.append(qos)
         return self
 
     def table(self) -> JobTable:
@@ -50,6 +56,8 @@ class Workload:
             nodes=self.nodes,
             time_limit_s=self.limit,
             team=self.teams,
+            user=self.users or None,
+            qos=self.qos or None,
         )
 
     def simulate(self, total_nodes: int, backfill: str, gpus_per_node: int = 1, **bf: int) -> ModelRun:

@@ -16,6 +16,7 @@ from gpuplan.results.files import write_summary, write_tables
 from gpuplan.scenario.model import SlurmSettings as ScenarioSlurm
 from gpuplan.sim.outcome import REJECTED, ModelRun
 from gpuplan.sim.priority import MultifactorSettings
+from gpuplan.sim.qos import Qos
 from gpuplan.sim.registry import Registry
 from gpuplan.sim.slurm import SlurmSettings, simulate_slurm
 
@@ -62,6 +63,11 @@ def slurm_settings(spec: ScenarioSlurm) -> SlurmSettings:
             decay_half_life_s=spec.priority_decay_half_life,
             calc_period_s=spec.priority_calc_period,
             fairshare=spec.fairshare,
+            weight_qos=spec.priority_weight_qos,
+        ),
+        qos=tuple(
+            Qos(q.name, q.priority, q.max_gpus_per_user, q.max_jobs_per_user, q.grp_gpus, q.max_wall)
+            for q in spec.qos
         ),
     )
 

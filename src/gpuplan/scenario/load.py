@@ -176,6 +176,7 @@ def _check_references(
     resolved = [pool for pool in pools if pool is not None]
     by_name = {pool.name: pool for pool in resolved}
     team_names = [team.name for team in scenario.teams]
+    qos_names = ["normal", *(qos.name for qos in scenario.models.slurm.qos)]
     pool_names = [spec.name for spec in scenario.cluster.pools]
 
     for index, workload in enumerate(scenario.workloads):
@@ -186,6 +187,7 @@ def _check_references(
             continue
         candidates = [by_name[workload.pool]] if workload.pool in by_name else resolved
         if isinstance(workload, BatchWorkload):
+            known((*at, "qos"), workload.qos, qos_names, "QoS (models.slurm.qos)")
             for nodes, gpus, _ in workload.size_mix():
                 if not any(nodes <= pool.nodes and gpus <= pool.gpus_per_node for pool in candidates):
                     where = f"pool {workload.pool!r}" if workload.pool else "any pool"

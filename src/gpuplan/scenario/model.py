@@ -177,6 +177,7 @@ class BatchWorkload(Section):
     time_limit: TimeLimit = TimeLimit()
     mpi: bool | None = Field(None, description="multi-node jobs over RDMA (default: when a size has >1 node)")
     checkpoint_interval: Duration | None = None
+    qos: str = Field("normal", description="Slurm QoS of the jobs (models.slurm.qos)")
 
     def size_mix(self) -> list[tuple[int, int, float]]:
         """(nodes, GPUs per node, probability) of each size."""
@@ -319,6 +320,17 @@ class Organisation(Section):
     operational_maturity: Level | None = None
 
 
+class QosSpec(Section):
+    """A Slurm QoS (sacctmgr add qos NAME ...): its priority and limits."""
+
+    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+    priority: int = Field(0, ge=0, description="Priority, scaled by PriorityWeightQOS")
+    max_gpus_per_user: int | None = Field(None, ge=1, description="MaxTRESPerUser=gres/gpu=N")
+    max_jobs_per_user: int | None = Field(None, ge=1, description="MaxJobsPerUser")
+    grp_gpus: int | None = Field(None, ge=1, description="GrpTRES=gres/gpu=N")
+    max_wall: Duration | None = Field(None, description="MaxWall: longer time limits are refused")
+
+
 class SlurmSettings(Section):
     """Policy settings of the Slurm model, named as in slurm.conf (``SchedulerParameters``)."""
 
@@ -341,6 +353,8 @@ class SlurmSettings(Section):
     fairshare: Literal["fair_tree", "classic"] = Field(
         "fair_tree", description="Fair Tree (Slurm's default) or classic (PriorityFlags=NO_FAIR_TREE)"
     )
+    priority_weight_qos: float = Field(0, ge=0, description="PriorityWeightQOS")
+    qos: list[QosSpec] = Field(default_factory=list, description="QoS besides 'normal' (or redefining it)")
 
 
 class Models(Section):

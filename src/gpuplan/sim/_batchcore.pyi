@@ -23,6 +23,7 @@ def simulate(
     tl_busy_gpus: Buffer,
     tl_queued: Buffer,
     priority: tuple[object, ...] | None = None,
+    limits: tuple[Buffer, ...] | None = None,
     /,
 ) -> tuple[int, bytes]: ...
 def hostlists(

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 
     from gpuplan.sim.cluster import Pool
     from gpuplan.sim.priority import PriorityInputs
+    from gpuplan.sim.qos import LimitInputs
 
 
 def compiled_passes() -> list[str]:
@@ -87,15 +88,20 @@ def run_batch(
     schedule_pass: str,
     params: Sequence[float] = (),
     priority: PriorityInputs | None = None,
+    limits: LimitInputs | None = None,
+    refused: Bool | None = None,
 ) -> BatchSchedule:
     """Simulate ``jobs`` on ``pool`` with the compiled pass ``schedule_pass`` ("fifo", "easy",
     "slurm") and its settings ``params`` (in the order the pass documents them). The queue is in
-    submit order, or in multifactor priority order when ``priority`` is given.
+    submit order, or in multifactor priority order when ``priority`` is given; ``limits`` are the
+    QoS limits that hold jobs back.
 
     A job that asks more nodes, or more GPUs per node, than the pool has can never run: it is
-    rejected at arrival (``rejected``) and never queued."""
+    rejected at arrival (``rejected``) and never queued, as are the jobs ``refused`` at submit."""
     n = len(jobs.job_id)
     rejected = (jobs.nodes > pool.nodes) | (jobs.gpus_per_node > pool.gpus_per_node)
+    if refused is not None:
+        rejected |= refused
     admitted = np.flatnonzero(~rejected)
     m = len(admitted)
     start = np.empty(m, dtype=np.float64)
@@ -127,6 +133,7 @@ def run_batch(
             tl_busy,
             tl_queued,
             None if priority is None else priority.take(admitted).for_engine(),
+            None if limits is None else limits.take(admitted).for_engine(),
         )
     if m < n:  # back to one row per job
         start_all = np.full(n, np.nan)

@@ -30,6 +30,7 @@ class MultifactorSettings:
     weight_age: float = 0.0  # PriorityWeightAge
     weight_fairshare: float = 0.0  # PriorityWeightFairshare
     weight_job_size: float = 0.0  # PriorityWeightJobSize
+    weight_qos: float = 0.0  # PriorityWeightQOS
     max_age_s: float = 7 * DAY_S  # PriorityMaxAge (7-0)
     decay_half_life_s: float = 7 * DAY_S  # PriorityDecayHalfLife (7-0)
     calc_period_s: float = 300.0  # PriorityCalcPeriod (5 minutes)
@@ -69,9 +70,13 @@ def multifactor(
     pool_nodes: int,
     settings: MultifactorSettings,
     shares: dict[str, float] | None,
+    qos_factor: Float64 | None = None,
 ) -> PriorityInputs:
-    """Priority inputs for jobs of ``nodes`` nodes submitted by ``users`` of accounts ``teams``."""
+    """Priority inputs for jobs of ``nodes`` nodes submitted by ``users`` of accounts ``teams``;
+    ``qos_factor`` is each job's QoS priority over the highest QoS priority."""
     static = settings.weight_job_size * nodes.astype(np.float64) / max(pool_nodes, 1)
+    if qos_factor is not None:
+        static = static + settings.weight_qos * qos_factor
     # user associations: one per (account, user) pair that submits jobs
     pairs, association = np.unique(
         np.stack([teams.codes.astype(np.int64), users.codes.astype(np.int64)]), axis=1, return_inverse=True

@@ -33,6 +33,7 @@ from gpuplan.sim.outcome import (
 )
 from gpuplan.sim.policies import BACKFILL
 from gpuplan.sim.priority import MultifactorSettings, multifactor
+from gpuplan.sim.qos import Qos, limits, qos_of_jobs, qos_table
 from gpuplan.workload.jobtable import Int32, JobTable
 from gpuplan.workload.services import DEMAND_STEP_S, Service
 
@@ -50,6 +51,7 @@ class SlurmSettings:
     bf_max_job_test: int = 500  # jobs tested per backfill cycle
     priority_type: str = "basic"  # PriorityType: priority/basic (FCFS) | priority/multifactor
     multifactor: MultifactorSettings = field(default_factory=MultifactorSettings)
+    qos: tuple[Qos, ...] = ()  # besides "normal"
 
     def params(self, names: tuple[str, ...]) -> list[float]:
         values = {
@@ -72,6 +74,8 @@ class SlurmSettings:
             }
         if self.priority_type == "multifactor":
             echoed |= {"priority_type": "multifactor", **asdict(self.multifactor)}
+        if self.qos:
+            echoed["qos"] = [asdict(qos) for qos in self.qos]
         return echoed
 
 
@@ -127,6 +131,12 @@ def simulate_slurm(
     run_s = np.where(killed, limit, jobs.duration_s)
     estimate_s = np.where(has_limit, limit, jobs.duration_s)
     pool_of_job = route_jobs(jobs, pools)
+    qos_list = qos_table(settings.qos)
+    qos_index = qos_of_jobs(jobs.qos, qos_list)
+    max_wall = np.array([np.inf if q.max_wall_s is None else q.max_wall_s for q in qos_list])
+    over_max_wall = has_limit & (limit > max_wall[qos_index])  # MaxWall: refused at submit
+    top_qos_priority = max(q.priority for q in qos_list)
+    qos_factor = np.array([q.priority / top_qos_priority if top_qos_priority else 0.0 for q in qos_list])
 
     began = time.perf_counter()
     outcomes: list[ServiceOutcome] = []
@@ -160,6 +170,7 @@ def simulate_slurm(
                 batch_pool.nodes,
                 settings.multifactor,
                 team_shares,
+                qos_factor[qos_index[members]],
             )
         schedule = run_batch(
             batch,
@@ -167,6 +178,8 @@ def simulate_slurm(
             schedule_pass.compiled_name,
             settings.params(schedule_pass.parameters),
             priority,
+            limits(qos_index[members], jobs.user.take(members), qos_list),
+            over_max_wall[members],
         )
         start_s[members] = schedule.start_s
         rejected[members] = schedule.rejected

@@ -170,6 +170,7 @@ class JobTable:
         time_limit_s: Sequence[float] | Float64 | None = None,
         team: Sequence[str] | None = None,
         user: Sequence[str] | None = None,
+        qos: Sequence[str] | None = None,
         kind: str = "batch",
     ) -> JobTable:
         """A table from plain sequences, for generators and tests; unknown fields get defaults."""
@@ -195,7 +196,7 @@ class JobTable:
             cpus_per_node=np.zeros(rows, dtype=np.int32),
             mem_per_node=np.full(rows, np.nan),
             partition=Labels.constant("", rows),
-            qos=Labels.constant("", rows),
+            qos=text(qos, "normal"),
             kind=Labels.constant(kind, rows),
             state=Labels.constant("completed", rows),
             source_line=np.zeros(rows, dtype=np.int64),

@@ -179,7 +179,7 @@ def _batch_jobs(
         cpus_per_node=np.zeros(count, dtype=np.int32),
         mem_per_node=np.full(count, np.nan),
         partition=Labels(choice.astype(np.int32), tuple(pools)) if count else Labels.constant("", 0),
-        qos=Labels.constant("", count),
+        qos=Labels.constant(workload.qos, count),
         kind=Labels.constant(workload.kind, count),
         state=Labels.constant("completed", count),
         source_line=np.zeros(count, dtype=np.int64),

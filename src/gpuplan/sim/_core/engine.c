@@ -298,6 +298,12 @@ void gp_start_slot(Sim *sim, int32_t slot, double now) {
     sim->q_holes++;
     sim->changes++;
     if (sim->prio_static) gp_priority_started(sim, job, +1);
+    if (sim->limit_group) {
+        int32_t group = sim->limit_group[job];
+        sim->group_gpus[group] += sim->gpus[job];
+        sim->group_jobs[group] += 1;
+        sim->qos_gpus[sim->group_qos[group]] += sim->gpus[job];
+    }
     sim->start[job] = now;
     sim->free_nodes -= sim->nodes[job];
     sim->busy_gpus += sim->gpus[job];
@@ -312,6 +318,12 @@ void gp_start_slot(Sim *sim, int32_t slot, double now) {
 static void end_job(Sim *sim, int32_t job) {
     sim->changes++;
     if (sim->prio_static) gp_priority_started(sim, job, -1);
+    if (sim->limit_group) {
+        int32_t group = sim->limit_group[job];
+        sim->group_gpus[group] -= sim->gpus[job];
+        sim->group_jobs[group] -= 1;
+        sim->qos_gpus[sim->group_qos[group]] -= sim->gpus[job];
+    }
     sim->free_nodes += sim->nodes[job];
     sim->busy_gpus -= sim->gpus[job];
     release_nodes(sim, job);

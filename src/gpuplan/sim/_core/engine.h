@@ -116,6 +116,13 @@ struct Sim {
     int (*fairshare)(Sim *sim, double now);
     void *fairshare_state;
 
+    /* Slurm QoS resource limits, per (QoS, user) group and per QoS: MaxTRESPerUser=gres/gpu,
+     * MaxJobsPerUser, GrpTRES=gres/gpu (-1: none). Off when limit_group is NULL. */
+    const int32_t *limit_group; /* per job */
+    const int32_t *group_qos;   /* per group */
+    const int64_t *qos_max_gpus_per_user, *qos_max_jobs_per_user, *qos_grp_gpus;
+    int64_t *group_gpus, *group_jobs, *qos_gpus; /* running now */
+
     int out_of_memory;
     int policy_error; /* a pass started a job that did not fit */
     int hook_error;   /* the fair-share hook raised */
@@ -155,6 +162,21 @@ static inline int32_t gp_queue_first(Sim *sim) {
 /* Start the job in queue slot `slot` now, on the lowest-numbered free nodes; the caller checked
  * that it fits. */
 void gp_start_slot(Sim *sim, int32_t slot, double now);
+
+/* Why a job may not start now whatever the free nodes (Slurm's pending reasons), or 0. A job held
+ * by a limit is skipped by the schedulers: it blocks no one (slurmctld's job_scheduler does so). */
+enum { GP_OK, GP_QOS_MAX_GPUS_PER_USER, GP_QOS_MAX_JOBS_PER_USER, GP_QOS_GRP_GPUS };
+static inline int gp_limit_reason(const Sim *sim, int32_t job) {
+    if (!sim->limit_group) return GP_OK;
+    int32_t group = sim->limit_group[job], qos = sim->group_qos[group];
+    int64_t gpus = sim->gpus[job];
+    if (sim->qos_max_gpus_per_user[qos] >= 0 && sim->group_gpus[group] + gpus > sim->qos_max_gpus_per_user[qos])
+        return GP_QOS_MAX_GPUS_PER_USER;
+    if (sim->qos_max_jobs_per_user[qos] >= 0 && sim->group_jobs[group] + 1 > sim->qos_max_jobs_per_user[qos])
+        return GP_QOS_MAX_JOBS_PER_USER;
+    if (sim->qos_grp_gpus[qos] >= 0 && sim->qos_gpus[qos] + gpus > sim->qos_grp_gpus[qos]) return GP_QOS_GRP_GPUS;
+    return GP_OK;
+}
 
 /* Ask for a pass at time `t` (> now) even if no job arrives or ends then. */
 static inline void gp_wake_at(Sim *sim, double t) {

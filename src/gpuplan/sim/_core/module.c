@@ -81,17 +81,19 @@ static PyObject *simulate(PyObject *self, PyObject *args) {
     const char *policy_name;
     int total_nodes;
     Py_buffer params = {0};
-    PyObject *priority = Py_None;
+    PyObject *priority = Py_None, *limits = Py_None;
+    Py_buffer lim[5] = {{0}};
+    int64_t *running = NULL;
     Py_buffer prio_static = {0}, prio_account = {0};
     FairshareHook hook = {0};
     Arg a[12] = {{.name = "submit"},      {.name = "run"},         {.name = "estimate"},
                  {.name = "nodes"},       {.name = "gpus"},        {.name = "job_id"},
                  {.name = "start"},       {.name = "range_first"}, {.name = "range_count"},
                  {.name = "tl_time"},     {.name = "tl_busy_gpus"}, {.name = "tl_queued"}};
-    if (!PyArg_ParseTuple(args, "siy*y*y*y*y*y*y*w*w*w*w*w*w*|O", &policy_name, &total_nodes, &params,
+    if (!PyArg_ParseTuple(args, "siy*y*y*y*y*y*y*w*w*w*w*w*w*|OO", &policy_name, &total_nodes, &params,
                           &a[0].view, &a[1].view, &a[2].view, &a[3].view, &a[4].view, &a[5].view,
                           &a[6].view, &a[7].view, &a[8].view, &a[9].view, &a[10].view,
-                          &a[11].view, &priority))
+                          &a[11].view, &priority, &limits))
         return NULL;
     PyObject *result = NULL;
     Sim sim;
@@ -165,6 +167,39 @@ static PyObject *simulate(PyObject *self, PyObject *args) {
         }
     }
 
+    if (limits != Py_None) {
+        if (!PyArg_ParseTuple(limits, "y*y*y*y*y*", &lim[0], &lim[1], &lim[2], &lim[3], &lim[4])) goto done;
+        Py_ssize_t groups = lim[1].len / 4, qos = lim[2].len / 8;
+        if (lim[0].len != n * 4 || lim[3].len != qos * 8 || lim[4].len != qos * 8 || qos < 1) {
+            PyErr_SetString(PyExc_ValueError, "limits: group per job (int32), QoS per group, three int64 per QoS");
+            goto done;
+        }
+        const int32_t *group = lim[0].buf, *group_qos = lim[1].buf;
+        for (Py_ssize_t j = 0; j < n; j++)
+            if (group[j] < 0 || group[j] >= groups) {
+                PyErr_Format(PyExc_ValueError, "limits: job index %zd has no group", j);
+                goto done;
+            }
+        for (Py_ssize_t g = 0; g < groups; g++)
+            if (group_qos[g] < 0 || group_qos[g] >= qos) {
+                PyErr_Format(PyExc_ValueError, "limits: group %zd has no QoS", g);
+                goto done;
+            }
+        running = PyMem_RawCalloc((size_t)(2 * groups + qos), sizeof(int64_t));
+        if (!running) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        sim.limit_group = group;
+        sim.group_qos = group_qos;
+        sim.qos_max_gpus_per_user = lim[2].buf;
+        sim.qos_max_jobs_per_user = lim[3].buf;
+        sim.qos_grp_gpus = lim[4].buf;
+        sim.group_gpus = running;
+        sim.group_jobs = running + groups;
+        sim.qos_gpus = running + 2 * groups;
+    }
+
     int64_t rows;
     Py_BEGIN_ALLOW_THREADS
     rows = gp_run(&sim, policy->pass, a[9].view.buf, a[10].view.buf, a[11].view.buf, tl_cap);
@@ -186,6 +221,9 @@ done:
     if (sim_ready) gp_sim_free(&sim);
     if (params.obj) PyBuffer_Release(&params);
     if (prio_static.obj) PyBuffer_Release(&prio_static);
+    PyMem_RawFree(running);
+    for (int k = 0; k < 5; k++)
+        if (lim[k].obj) PyBuffer_Release(&lim[k]);
     if (prio_account.obj) PyBuffer_Release(&prio_account);
     for (int k = 0; k < 12; k++)
         if (a[k].view.obj) PyBuffer_Release(&a[k].view);

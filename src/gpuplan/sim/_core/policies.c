@@ -26,14 +26,24 @@
 #include "engine.h"
 
 static void fifo_pass(Sim *sim, double now) {
-    int32_t head;
-    while ((head = gp_queue_first(sim)) < sim->q_count && sim->q_nodes[head] <= sim->free_nodes)
-        gp_start_slot(sim, head, now);
+    for (int32_t slot = gp_queue_first(sim); slot < sim->q_count; slot++) {
+        if (sim->q_nodes[slot] == GP_GONE || gp_limit_reason(sim, sim->q_job[slot])) continue;
+        if (sim->q_nodes[slot] > sim->free_nodes) break; /* the first that does not fit blocks the rest */
+        gp_start_slot(sim, slot, now);
+    }
+}
+
+/* The first queued job no limit holds: the one that blocks the queue, or q_count. */
+static int32_t blocked_head(Sim *sim) {
+    int32_t slot = gp_queue_first(sim);
+    while (slot < sim->q_count && (sim->q_nodes[slot] == GP_GONE || gp_limit_reason(sim, sim->q_job[slot])))
+        slot++;
+    return slot;
 }
 
 static void easy_pass(Sim *sim, double now) {
     fifo_pass(sim, now);
-    int32_t head = gp_queue_first(sim);
+    int32_t head = blocked_head(sim);
     if (head == sim->q_count || sim->free_nodes == 0) return;
 
     int32_t need = sim->q_nodes[head];
@@ -52,7 +62,7 @@ static void easy_pass(Sim *sim, double now) {
     int32_t free_now = sim->free_nodes, slots = sim->q_count;
     for (int32_t slot = head + 1; slot < slots && free_now > 0; slot++) {
         int32_t nodes = slot_nodes[slot];
-        if (nodes > free_now) continue;
+        if (nodes > free_now || gp_limit_reason(sim, sim->q_job[slot])) continue;
         if (now + slot_estimate[slot] <= shadow) {
             gp_start_slot(sim, slot, now);
         } else if (nodes <= extra) {
@@ -141,7 +151,7 @@ static void slurm_backfill_cycle(Sim *sim, double now) {
     for (int32_t slot = gp_queue_first(sim); slot < sim->q_count && tested < max_test && sim->free_nodes > 0;
          slot++) {
         int32_t nodes = sim->q_nodes[slot];
-        if (nodes == GP_GONE) continue;
+        if (nodes == GP_GONE || gp_limit_reason(sim, sim->q_job[slot])) continue;
         tested++;
         double end;
         /* a slot lasts at least a second, as Slurm's time limits are at least a minute */
