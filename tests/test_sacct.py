@@ -23,7 +23,7 @@ from typer.testing import CliRunner
 
 from gpuplan.cli import app
 from gpuplan.errors import InputError
-from gpuplan.workload import sacct
+from gpuplan.workload import csvcolumns, sacct
 from gpuplan.workload.jobtable import JobTable, Labels
 from gpuplan.workload.readers import READERS, detect_format, read_trace
 from gpuplan.workload.sacct import job_key, parse_duration, parse_tres, read_sacct, state_name
@@ -246,7 +246,7 @@ def test_line_numbers_hold_across_blocks_and_blank_lines(tmp_path: Path) -> None
     path = write(tmp_path, HEADER + "\n".join(lines) + "\n")
     results = []
     for block in (64, 1 << 20):
-        with mock.patch.object(sacct, "BLOCK_BYTES", block):
+        with mock.patch.object(csvcolumns, "BLOCK_BYTES", block):
             with pytest.raises(InputError) as caught:
                 read_sacct(path)
             assert (caught.value.line, caught.value.field) == (bad, "NNodes")
@@ -578,7 +578,7 @@ def test_mostly_good_lines_read_alike_on_both_paths(
 
 def check_both_paths(header: str, rows: list[str], skip: bool, block: int) -> None:
     """The file reads (or fails) the same on the fast path as line by line."""
-    with tempfile.TemporaryDirectory() as folder, mock.patch.object(sacct, "BLOCK_BYTES", block):
+    with tempfile.TemporaryDirectory() as folder, mock.patch.object(csvcolumns, "BLOCK_BYTES", block):
         path = Path(folder) / "sacct.txt"
         path.write_text(header + "\n" + "\n".join(rows) + "\n", encoding="utf-8")
         fast = read_or_error(path, skip)

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -28,6 +28,8 @@ import numpy.typing as npt
 from gpuplan.errors import InputError
 from gpuplan.workload.jobtable import JobTable, Labels
 from gpuplan.workload.trace import Trace
+
+T = TypeVar("T")
 
 Float64 = npt.NDArray[np.float64]
 Int64 = npt.NDArray[np.int64]
@@ -131,11 +133,16 @@ def read_csv_columns(
     A missing required column raises InputError at line 1; a malformed row raises InputError naming
     the line and column, unless ``skip_bad_lines``, which skips and counts it. ``check_header`` may
     raise further header errors (e.g. "one of these columns")."""
-    reader = _CsvReader(path, columns, skip_bad_lines, check_header)
+    return read_blocks(path, _CsvReader(path, columns, skip_bad_lines, check_header).read)
+
+
+def read_blocks(path: Path, consume: Callable[[Iterator[bytes]], T]) -> T:
+    """``consume(blocks)`` over the file (``.gz`` decompressed) in blocks of whole lines; missing or
+    unreadable files become InputError."""
     try:
         with path.open("rb") as raw:
-            stream = gzip.GzipFile(fileobj=raw) if path.name.endswith(".gz") else raw
-            return reader.read(_blocks(stream.read))
+            stream = gzip.GzipFile(fileobj=raw) if path.name.lower().endswith(".gz") else raw
+            return consume(_blocks(stream.read))
     except FileNotFoundError:
         raise InputError("no such file", path=path) from None
     except (OSError, EOFError, zlib.error) as exc:

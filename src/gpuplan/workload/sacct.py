@@ -30,11 +30,9 @@ so a malformed step cell is no error). The file streams in blocks.
 
 from __future__ import annotations
 
-import gzip
 import itertools
 import math
 import re
-import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -45,7 +43,7 @@ import numpy as np
 import numpy.typing as npt
 
 from gpuplan.errors import InputError
-from gpuplan.workload.csvcolumns import check_gpus_per_node
+from gpuplan.workload.csvcolumns import check_gpus_per_node, read_blocks
 from gpuplan.workload.jobtable import JobTable, Labels, split_gpus
 from gpuplan.workload.trace import Trace
 
@@ -53,7 +51,6 @@ Float64 = npt.NDArray[np.float64]
 Int64 = npt.NDArray[np.int64]
 Int32 = npt.NDArray[np.int32]
 
-BLOCK_BYTES = 1 << 20  # text parsed at a time by the fast path
 
 # Job ids. A plain id keeps its number (sacct prints at most 10 digits: ids are 32-bit). An array task
 # J_T becomes J * 10^10 + T and a het-job component J+K becomes J * 10^10 + 5 * 10^9 + K, above every
@@ -298,28 +295,7 @@ def read_records(path: Path, *, skip_bad_lines: bool = False) -> Records:
     """The job records of a sacct file (or ``.gz``): InputError at line 1 for a missing column, and
     naming the line and column of a malformed line unless ``skip_bad_lines`` (then skipped and
     counted)."""
-    reader = _SacctReader(path, skip_bad_lines)
-    try:
-        with path.open("rb") as raw:
-            stream = gzip.GzipFile(fileobj=raw) if path.name.lower().endswith(".gz") else raw
-            return reader.read(_blocks(stream.read))
-    except FileNotFoundError:
-        raise InputError("no such file", path=path) from None
-    except (OSError, EOFError, zlib.error) as exc:
-        raise InputError(f"cannot read: {exc}", path=path) from None
-
-
-def _blocks(read: Callable[[int], bytes]) -> Iterator[bytes]:
-    """The file in blocks of whole lines: each ends with a line break, except perhaps the last."""
-    rest = b""
-    while data := read(BLOCK_BYTES):
-        data = rest + data
-        cut = data.rfind(b"\n") + 1
-        rest = data[cut:]
-        if cut:
-            yield data[:cut]
-    if rest:
-        yield rest
+    return read_blocks(path, _SacctReader(path, skip_bad_lines).read)
 
 
 class _SacctReader:
