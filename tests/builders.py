@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 import numpy as np
 
 from gpuplan.sim.cluster import Pool
 from gpuplan.sim.outcome import ModelRun
 from gpuplan.sim.slurm import SlurmSettings, simulate_slurm
-from gpuplan.workload.jobtable import JobTable
+from gpuplan.workload.jobtable import JobTable, Labels
+from gpuplan.workload.trace import Trace
 
 from reference import reference_schedule
 
@@ -103,6 +104,20 @@ def reference_for(
 
 def starts_of(run: ModelRun) -> list[float | None]:
     return [None if math.isnan(start) else start for start in run.start_s.tolist()]
+
+
+def assert_same_traces(a: Trace, b: Trace) -> None:
+    """Two reads of a trace give the same jobs and the same account of what was dropped."""
+    for name in ("format", "skipped_invalid", "bad_lines", "epoch_s", "header"):
+        assert getattr(a, name) == getattr(b, name), name
+    for f in fields(JobTable):
+        x, y = getattr(a.jobs, f.name), getattr(b.jobs, f.name)
+        if isinstance(x, Labels):
+            assert x.values() == y.values(), f.name
+        elif x is None or y is None:
+            assert x is y, f.name
+        else:
+            np.testing.assert_array_equal(x, y, err_msg=f.name)
 
 
 def workload() -> Workload:

@@ -8,7 +8,6 @@ import tempfile
 from collections import Counter
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
-from dataclasses import fields
 from datetime import UTC, datetime
 from pathlib import Path
 from unittest import mock
@@ -21,10 +20,11 @@ from hypothesis import strategies as st
 from gpuplan.errors import InputError
 from gpuplan.workload import csvcolumns
 from gpuplan.workload.helios import read_helios, state_name
-from gpuplan.workload.jobtable import JobTable, Labels
 from gpuplan.workload.philly import read_chronus, read_philly
 from gpuplan.workload.readers import READERS, detect_format, read_trace
 from gpuplan.workload.trace import Trace
+
+from builders import assert_same_traces
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "tests" / "data"
@@ -51,19 +51,6 @@ def write(tmp_path: Path, text: str, name: str = "philly.csv") -> Path:
     path = tmp_path / name
     path.write_bytes(gzip.compress(text.encode()) if name.endswith(".gz") else text.encode())
     return path
-
-
-def assert_same_traces(a: Trace, b: Trace) -> None:
-    for name in ("format", "skipped_invalid", "bad_lines", "epoch_s", "header"):
-        assert getattr(a, name) == getattr(b, name), name
-    for f in fields(JobTable):
-        x, y = getattr(a.jobs, f.name), getattr(b.jobs, f.name)
-        if isinstance(x, Labels):
-            assert x.values() == y.values(), f.name
-        elif x is None or y is None:
-            assert x is y, f.name
-        else:
-            np.testing.assert_array_equal(x, y, err_msg=f.name)
 
 
 def slow_only() -> AbstractContextManager[object]:

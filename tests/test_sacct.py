@@ -10,7 +10,6 @@ import math
 import tempfile
 from collections import Counter
 from contextlib import AbstractContextManager, nullcontext
-from dataclasses import fields
 from datetime import UTC, datetime
 from pathlib import Path
 from unittest import mock
@@ -24,10 +23,11 @@ from typer.testing import CliRunner
 from gpuplan.cli import app
 from gpuplan.errors import InputError
 from gpuplan.workload import csvcolumns, sacct
-from gpuplan.workload.jobtable import JobTable, Labels
 from gpuplan.workload.readers import READERS, detect_format, read_trace
 from gpuplan.workload.sacct import job_key, parse_duration, parse_tres, read_sacct, state_name
 from gpuplan.workload.trace import Trace
+
+from builders import assert_same_traces
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "tests" / "data"
@@ -55,19 +55,6 @@ def write(tmp_path: Path, text: str, name: str = "sacct.txt") -> Path:
 def slow_only() -> AbstractContextManager[object]:
     """Make every block take the slow path (line by line)."""
     return mock.patch.object(sacct._SacctReader, "_fast", lambda self, block, line: None)
-
-
-def assert_same_traces(a: Trace, b: Trace) -> None:
-    for name in ("format", "skipped_invalid", "bad_lines", "epoch_s", "header"):
-        assert getattr(a, name) == getattr(b, name), name
-    for f in fields(JobTable):
-        x, y = getattr(a.jobs, f.name), getattr(b.jobs, f.name)
-        if isinstance(x, Labels):
-            assert x.values() == y.values(), f.name
-        elif x is None or y is None:
-            assert x is y, f.name
-        else:
-            np.testing.assert_array_equal(x, y, err_msg=f.name)
 
 
 # -- real sacct output -------------------------------------------------------------------------------------

@@ -77,16 +77,10 @@ class Column:
     blank_ok: bool = False  # an empty cell reads as NaN instead of being an error (text is "" anyway)
 
 
-@dataclass(frozen=True)
-class CsvColumns:
-    """The columns read from a CSV file, one entry per good row."""
+class NamedColumns:
+    """Columns read from a file, by name: numbers as Float64, text as Labels."""
 
-    header: tuple[str, ...]
-    line: Int64  # line of each row (1-based; the header is line 1)
-    row: Int64  # 1-based data row number, counting bad rows too (blank lines do not count)
-    bad_lines: int
-    time_kind: Literal["datetime", "number"] | None  # what "time" columns held; None if none were read
-    values: dict[str, Any] = field(repr=False)
+    values: dict[str, Any]
 
     def __contains__(self, name: object) -> bool:
         return name in self.values
@@ -98,6 +92,18 @@ class CsvColumns:
     def text(self, name: str) -> Labels:
         value: Labels = self.values[name]
         return value
+
+
+@dataclass(frozen=True)
+class CsvColumns(NamedColumns):
+    """The columns read from a CSV file, one entry per good row."""
+
+    header: tuple[str, ...]
+    line: Int64  # line of each row (1-based; the header is line 1)
+    row: Int64  # 1-based data row number, counting bad rows too (blank lines do not count)
+    bad_lines: int
+    time_kind: Literal["datetime", "number"] | None  # what "time" columns held; None if none were read
+    values: dict[str, Any] = field(repr=False)
 
     def ids(self, name: str) -> Int64 | None:
         """Integer ids, or None when some id in the file is not a plain unsigned integer."""

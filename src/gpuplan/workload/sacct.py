@@ -43,7 +43,7 @@ import numpy as np
 import numpy.typing as npt
 
 from gpuplan.errors import InputError
-from gpuplan.workload.csvcolumns import check_gpus_per_node, read_blocks
+from gpuplan.workload.csvcolumns import NamedColumns, check_gpus_per_node, read_blocks
 from gpuplan.workload.jobtable import JobTable, Labels, split_gpus
 from gpuplan.workload.trace import Trace
 
@@ -268,7 +268,7 @@ class _Chunk:
 
 
 @dataclass(frozen=True)
-class Records:
+class Records(NamedColumns):
     """The job records (steps dropped) of a sacct file, one entry per good line."""
 
     header: tuple[str, ...]
@@ -278,17 +278,6 @@ class Records:
     # Float64 per time, duration and count column, Labels per text column, and per TRES column
     # "<name>:<part>" Float64 for each of TRES_PARTS
     values: dict[str, Any] = field(repr=False)
-
-    def __contains__(self, name: object) -> bool:
-        return name in self.values
-
-    def number(self, name: str) -> Float64:
-        value: Float64 = self.values[name]
-        return value
-
-    def text(self, name: str) -> Labels:
-        value: Labels = self.values[name]
-        return value
 
 
 def read_records(path: Path, *, skip_bad_lines: bool = False) -> Records:
