@@ -49,6 +49,8 @@ def test_json_prints_the_model_summary(tmp_path: Path, backfill: str) -> None:
         "gpus",
         "pool",
         "node_list",
+        "preemptions",
+        "lost_gpu_s",
     ]
     assert jobs.num_rows == 2000
     timeline = pq.read_table(tmp_path / "timeline.parquet")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -19,9 +20,6 @@ from gpuplan.sim.priority import MultifactorSettings
 from gpuplan.sim.qos import Qos
 from gpuplan.sim.registry import Registry
 from gpuplan.sim.slurm import SlurmSettings, simulate_slurm
-
-MODELS = Registry[str]("--model")
-MODELS.register("slurm", "Slurm (OCI HPC Stack)")  # kubernetes and hybrid come with their issues
 
 
 @dataclass(frozen=True)
@@ -86,20 +84,30 @@ def _rejection_warning(loaded: Input, run: ModelRun) -> str | None:
     )
 
 
-def simulate(request: SimulateRequest) -> SimulateResult:
-    """Read the input, simulate the model, write OUT/summary.json, jobs.parquet and timeline.parquet."""
-    MODELS.get(request.model)
-    began = time.perf_counter()
-    loaded = load_input(request.input, request.options)
-    read_s = time.perf_counter() - began
+def run_slurm(loaded: Input, request: SimulateRequest) -> ModelRun:
+    """The Slurm model with the scenario's ``models.slurm`` (Slurm's defaults for a trace)."""
     settings = SlurmSettings()
     if loaded.scenario is not None:
         settings = slurm_settings(loaded.scenario.scenario.models.slurm)
     if request.backfill is not None:
         settings = replace(settings, backfill=request.backfill)
-
     workload = loaded.workload
-    run = simulate_slurm(workload.jobs, loaded.pools, settings, workload.services, workload.team_shares)
+    return simulate_slurm(workload.jobs, loaded.pools, settings, workload.services, workload.team_shares)
+
+
+ModelRunner = Callable[[Input, SimulateRequest], ModelRun]
+MODELS = Registry[ModelRunner]("--model")
+MODELS.register("slurm", run_slurm)
+
+
+def simulate(request: SimulateRequest) -> SimulateResult:
+    """Read the input, simulate the model, write OUT/summary.json, jobs.parquet and timeline.parquet."""
+    runner = MODELS.get(request.model)
+    began = time.perf_counter()
+    loaded = load_input(request.input, request.options)
+    read_s = time.perf_counter() - began
+    run = runner(loaded, request)
+    workload = loaded.workload
 
     began = time.perf_counter()
     model_summary = summarize(run, workload.team_shares)

@@ -4,8 +4,8 @@ Definitions (DESIGN.md "Results"):
 - wait = start - submit over jobs that started; percentiles interpolate linearly between ranks.
 - bounded slowdown = max(1, (wait + run) / max(run, 10 s)) (Feitelson et al.'s bound of 10 s).
 - GPU utilisation = busy GPU-seconds / (GPUs of all pools x makespan), with the makespan from the
-  first submit (t = 0 when services run) to the last end; busy = jobs' GPUs x run time plus the
-  GPUs of service replicas while they run.
+  first submit (t = 0 when services run) to the last end; busy = jobs' GPUs x run time, plus the
+  GPU-seconds of work lost to preemption, plus the GPUs of service replicas while they run.
 - cost = GPUs x list price per GPU-hour x makespan, for every pool (null if a price is unknown).
 - Jain's fairness index over teams of x = GPU-hours / share: (sum x)^2 / (n sum x^2); 1 is even.
 """
@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from gpuplan.sim.outcome import COMPLETED, KILLED_AT_LIMIT, REJECTED, ModelRun
+from gpuplan.sim.outcome import JOB_STATES, ModelRun
 
 BOUNDED_SLOWDOWN_MIN_RUN_S = 10.0
 PERCENTILES = {"p50": 50.0, "p95": 95.0, "p99": 99.0}
@@ -62,7 +62,8 @@ def summarize(run: ModelRun, team_shares: dict[str, float] | None = None) -> dic
     makespan_s = max(ends) - min(begins) if ends else 0.0
     service_gpu_s = sum(s.gpu_hours for s in run.services) * 3600.0
     available_gpu_s = run.total_gpus * makespan_s
-    gpu_hours = (float(busy_gpu_s.sum()) + service_gpu_s) / 3600.0
+    lost_gpu_s = float(run.lost_gpu_s.sum())
+    gpu_hours = (float(busy_gpu_s.sum()) + lost_gpu_s + service_gpu_s) / 3600.0
 
     team_codes = jobs.team.codes
     team_names = jobs.team.labels
@@ -85,7 +86,7 @@ def summarize(run: ModelRun, team_shares: dict[str, float] | None = None) -> dic
         figures["share_of_gpu_hours"] = figures["gpu_hours"] / gpu_hours if gpu_hours > 0 else None
     team_usage = np.array([figures["gpu_hours"] for figures in per_team.values()])
     shares = np.array([(team_shares or {}).get(team, 1.0) for team in per_team])
-    state_counts = np.bincount(run.state, minlength=3)
+    state_counts = np.bincount(run.state, minlength=len(JOB_STATES))
     prices = [p.pool.price_per_gpu_hour for p in run.pools]
     cost = None
     if prices and all(price is not None for price in prices):
@@ -106,11 +107,12 @@ def summarize(run: ModelRun, team_shares: dict[str, float] | None = None) -> dic
         },
         "jobs": {
             "submitted": len(jobs),
-            "completed": int(state_counts[COMPLETED]),
-            "killed_at_limit": int(state_counts[KILLED_AT_LIMIT]),
-            "preempted": 0,
-            "rejected": int(state_counts[REJECTED]),
-            "unfinished": 0,
+            **{name: int(count) for name, count in zip(JOB_STATES, state_counts, strict=True)},
+        },
+        "preemption": {
+            "events": int(run.preemptions.sum()),
+            "jobs_preempted": int(np.count_nonzero(run.preemptions)),
+            "lost_gpu_hours": lost_gpu_s / 3600.0,
         },
         "wait_s": wait_stats(wait),
         "bounded_slowdown": {

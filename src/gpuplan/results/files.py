@@ -19,7 +19,8 @@ def _constant(value: str, rows: int) -> pa.DictionaryArray:
 
 
 def jobs_table(run: ModelRun) -> pa.Table:
-    """One row per job: model, job_id, team, submit_s, start_s, end_s, state, nodes, gpus, pool, node_list."""
+    """One row per job: model, job_id, team, submit_s, start_s, end_s, state, nodes, gpus, pool, node_list,
+    then preemptions and lost_gpu_s (work lost to preemption)."""
     jobs = run.jobs
     never_started = ~run.started
     return pa.table(
@@ -35,6 +36,8 @@ def jobs_table(run: ModelRun) -> pa.Table:
             "gpus": jobs.gpus,
             "pool": pa.DictionaryArray.from_arrays(run.pool_of_job, [p.pool.name for p in run.pools]),
             "node_list": run.node_lists(),
+            "preemptions": run.preemptions,
+            "lost_gpu_s": run.lost_gpu_s,
         }
     )
 
@@ -54,7 +57,11 @@ def timeline_table(run: ModelRun) -> pa.Table:
                     "time_s": timeline.time_s,
                     "busy_gpus": timeline.busy_gpus + pool.service_gpus,
                     "queued_jobs": timeline.queued_jobs,
-                    "nodes_up": np.full(rows, pool.pool.nodes, dtype=np.int32),
+                    "nodes_up": (
+                        np.full(rows, pool.pool.nodes, dtype=np.int32)
+                        if timeline.nodes_up is None
+                        else timeline.nodes_up
+                    ),
                 }
             )
         )

@@ -53,6 +53,7 @@ class Timeline:
     time_s: Float64
     busy_gpus: Int64
     queued_jobs: Int32
+    nodes_up: Int32 | None = None  # None: every node of the pool, all the time
 
 
 @dataclass(frozen=True)

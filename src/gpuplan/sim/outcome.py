@@ -3,30 +3,44 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
 
 from gpuplan.sim.cluster import Pool
-from gpuplan.sim.engine import BatchSchedule
+from gpuplan.sim.engine import Timeline
 from gpuplan.workload.jobtable import Float64, Int32, Int64, JobTable
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
-# Final state of each simulated job, as written to jobs.parquet.
-JOB_STATES = ("completed", "killed_at_limit", "rejected")
-COMPLETED, KILLED_AT_LIMIT, REJECTED = range(3)
+# Final state of each simulated job, as written to jobs.parquet. A job preempted and requeued that
+# later completes is "completed" (its ModelRun.preemptions counts the preemptions); "preempted" is
+# a job whose preemption ended it (PreemptMode=CANCEL); "unfinished" never ended in the run.
+JOB_STATES = ("completed", "killed_at_limit", "rejected", "preempted", "unfinished")
+COMPLETED, KILLED_AT_LIMIT, REJECTED, PREEMPTED, UNFINISHED = range(len(JOB_STATES))
+
+
+class Placement(Protocol):
+    """Where a pool's jobs ran, as a model's scheduler reports it."""
+
+    @property
+    def timeline(self) -> Timeline: ...
+
+    def node_lists(self) -> pa.Array:
+        """Each of the pool's jobs' nodes as a Slurm host list, in PoolSchedule.jobs order; null
+        for jobs that never ran."""
+        ...
 
 
 @dataclass(frozen=True)
 class PoolSchedule:
-    """The jobs one pool ran and their schedule on its nodes."""
+    """The jobs one pool ran and their placement on its nodes."""
 
     pool: Pool
     jobs: Int64  # indices into ModelRun.jobs, in queue order
-    schedule: BatchSchedule
+    schedule: Placement
     service_nodes: int = 0  # nodes held by services for the whole run, outside the batch schedule
     service_gpus: int = 0  # GPUs of the service replicas on them
 
@@ -58,6 +72,8 @@ class ModelRun:
     pools: list[PoolSchedule]
     services: list[ServiceOutcome]
     simulate_s: float  # wall time of the simulation proper
+    preemptions: Int32  # times each job was preempted
+    lost_gpu_s: Float64  # GPU-seconds of each job's work lost to preemption (redone or never finished)
 
     @property
     def started(self) -> npt.NDArray[np.bool_]:

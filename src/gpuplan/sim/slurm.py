@@ -200,4 +200,6 @@ def simulate_slurm(
         pools=schedules,
         services=outcomes,
         simulate_s=simulate_s,
+        preemptions=np.zeros(len(jobs), dtype=np.int32),
+        lost_gpu_s=np.zeros(len(jobs)),
     )
