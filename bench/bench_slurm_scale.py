@@ -1,10 +1,11 @@
 """Scale: about a million jobs on 10,000 GPUs (1,250 nodes x 8) under the Slurm model with
 multifactor priority (age and fair share over ten accounts) and Slurm's backfill.
 
-    python bench/bench_slurm_scale.py [--days 96]
+    python bench/bench_slurm_scale.py [--days 96] [--sizes whole|gpu]
 
-Jobs take whole nodes (the engine allocates nodes, not single GPUs, so far). Prints the jobs, the
-simulation time and the peak memory of this process (target: <= 60 s, <= 1 GB).
+``--sizes whole`` (default): jobs of 1, 2, 4 or 8 whole nodes. ``--sizes gpu``: a third of the jobs
+ask 1, 2 or 4 GPUs of a node and share nodes (select/cons_tres), at the same GPU-hours. Prints the
+jobs, the simulation time and the peak memory of this process (target: <= 60 s, <= 1 GB).
 """
 
 from __future__ import annotations
@@ -24,8 +25,14 @@ from gpuplan.sim.slurm import simulate_slurm
 from gpuplan.simulate import slurm_settings
 from gpuplan.workload.synthesis import synthesize
 
+SIZES = {
+    "whole": {"1x8": 70, "2x8": 20, "4x8": 8, "8x8": 2},
+    # about the same GPUs per job (12.4 against 12.6), with small jobs that share nodes
+    "gpu": {"1x1": 10, "1x2": 10, "1x4": 12, "1x8": 31, "2x8": 23, "4x8": 11, "8x8": 3},
+}
 
-def scenario(days: int) -> dict[str, object]:
+
+def scenario(days: int, sizes: str) -> dict[str, object]:
     teams = [{"name": f"account{t}", "share": 1 + t % 4, "users": 20} for t in range(10)]
     workloads = [
         {
@@ -33,7 +40,7 @@ def scenario(days: int) -> dict[str, object]:
             "kind": "batch",
             "team": f"account{w % 10}",
             "arrival": {"rate": "520/day", "diurnal": {"peak_hour": 14, "peak_to_trough": 3}},
-            "size": {"1x8": 70, "2x8": 20, "4x8": 8, "8x8": 2},  # whole nodes (OverSubscribe=EXCLUSIVE)
+            "size": SIZES[sizes],
             "duration": {"median": "40m", "sigma": 1.3, "max": "2d"},
             "time_limit": {"over_request": 2.5, "round_to": "30m", "max": "2d"},
         }
@@ -62,10 +69,12 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--days", type=int, default=96)  # about a million jobs
-    days = parser.parse_args().days
+    parser.add_argument("--sizes", choices=sorted(SIZES), default="whole")
+    args = parser.parse_args()
+    days = args.days
     with tempfile.TemporaryDirectory() as directory:
         path = Path(directory) / "scale.yaml"
-        path.write_text(yaml.safe_dump(scenario(days), sort_keys=False))
+        path.write_text(yaml.safe_dump(scenario(days, args.sizes), sort_keys=False))
         loaded = load_scenario(path)
         began = time.perf_counter()
         workload = synthesize(loaded)

@@ -26,6 +26,9 @@ class Workload:
     teams: list[str] = field(default_factory=list)
     users: list[str] = field(default_factory=list)
     qos: list[str] = field(default_factory=list)
+    partitions: list[str] = field(default_factory=list)
+    checkpoints: list[float] = field(default_factory=list)
+    gpus_per_node: list[int] = field(default_factory=list)
 
     def job(
         self,
@@ -38,6 +41,9 @@ class Workload:
         team: str = "a",
         user: str = "u",
         qos: str = "normal",
+        partition: str = "",
+        checkpoint: float | None = None,
+        gpus: int = 1,
     ) -> Workload:
         self.ids.append(len(self.ids) + 1 if job_id is None else job_id)
         self.submit.append(submit)
@@ -47,7 +53,13 @@ class Workload:
         self.teams.append(team)
         self.users.append(user)
         self.qos.append(qos)
+        self.partitions.append(partition)
+        self.checkpoints.append(math.nan if checkpoint is None else checkpoint)
+        self.gpus_per_node.append(gpus)
         return self
+
+    def copy(self) -> Workload:
+        return Workload(*(list(getattr(self, f.name)) for f in fields(self)))
 
     def table(self) -> JobTable:
         return JobTable.build(
@@ -59,6 +71,9 @@ class Workload:
             team=self.teams,
             user=self.users or None,
             qos=self.qos or None,
+            partition=self.partitions or None,
+            checkpoint_s=self.checkpoints or None,
+            gpus_per_node=self.gpus_per_node or 1,
         )
 
     def simulate(self, total_nodes: int, backfill: str, gpus_per_node: int = 1, **bf: int) -> ModelRun:
@@ -122,3 +137,28 @@ def assert_same_traces(a: Trace, b: Trace) -> None:
 
 def workload() -> Workload:
     return Workload()
+
+
+def expand_hosts(hosts: str) -> list[int]:
+    """Node numbers of a Slurm host list such as ``node[0-3,8]``."""
+    body = hosts[hosts.index("[") + 1 : -1] if "[" in hosts else hosts.lstrip("abcdefghijklmnopqrstuvwxyz")
+    nodes: list[int] = []
+    for part in body.split(","):
+        first, _, last = part.partition("-")
+        nodes.extend(range(int(first), int(last or first) + 1))
+    return nodes
+
+
+def assert_no_node_overcommitted(run: ModelRun, nodes: int, gpus_per_node: int) -> None:
+    """At no instant do a node's jobs hold more GPUs than it has (ends before starts at a tie)."""
+    events = []
+    for job, hosts in enumerate(run.node_lists().to_pylist()):
+        if hosts is None:
+            continue
+        for node in expand_hosts(hosts):
+            gpus = int(run.jobs.gpus_per_node[job])
+            events += [(float(run.start_s[job]), 1, node, gpus), (float(run.end_s[job]), -1, node, gpus)]
+    used = [0] * nodes
+    for _, sign, node, gpus in sorted(events, key=lambda e: (e[0], e[1])):
+        used[node] += sign * gpus
+        assert used[node] <= gpus_per_node

@@ -117,9 +117,12 @@ def reference_schedule(
         if backfill == "slurm":
             assert bf is not None
             if now >= next_cycle:
-                if queue:
+                # cycles fall on multiples of bf_interval whether or not jobs wait: a job that
+                # arrives between two cycles waits for the next one
+                boundary = math.floor(now / bf["bf_interval"]) * bf["bf_interval"]
+                if queue and now == boundary:
                     queue = slurm_cycle(now, queue, bf, begin, reservations)
-                next_cycle = (math.floor(now / bf["bf_interval"]) + 1) * bf["bf_interval"]
+                next_cycle = boundary + bf["bf_interval"]
             if queue:
                 wake = next_cycle if wake is None else min(wake, next_cycle)
             continue

@@ -28,7 +28,7 @@ def test_json_prints_the_model_summary(tmp_path: Path, backfill: str) -> None:
     assert code == 0
     summary = json.loads(out)
     assert summary["model"] == "slurm"
-    assert summary["settings"] == {"backfill": backfill}
+    assert summary["settings"] == {"backfill": backfill, "select_type": "cons_tres"}
     assert summary["jobs"]["submitted"] == 2000
     assert summary["jobs"]["completed"] + summary["jobs"]["rejected"] == 2000
     assert set(summary["wait_s"]) == {"mean", "p50", "p95", "p99", "max"}
@@ -51,6 +51,7 @@ def test_json_prints_the_model_summary(tmp_path: Path, backfill: str) -> None:
         "node_list",
         "preemptions",
         "lost_gpu_s",
+        "reason",
     ]
     assert jobs.num_rows == 2000
     timeline = pq.read_table(tmp_path / "timeline.parquet")

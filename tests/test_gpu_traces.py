@@ -408,7 +408,7 @@ def test_formats_are_registered_and_csv_formats_are_told_by_their_header(tmp_pat
     unknown.write_text("a,b,c\n1,2,3\n")
     with pytest.raises(InputError) as caught:
         detect_format(unknown)
-    assert "give --format (philly, chronus, helios)" in str(caught.value) and caught.value.line == 1
+    assert "give --format (philly, chronus, helios, alibaba)" in str(caught.value) and caught.value.line == 1
     with pytest.raises(InputError, match="known endings"):
         detect_format(tmp_path / "trace.txt")
     trace = read_trace(DATA / "philly_chronus_mix1_rows180-219.csv", format="chronus", gpus_per_node=8)

@@ -186,3 +186,56 @@ def test_a_mangled_scenario_loads_or_fails_cleanly(tmp_path: Path, edits: list[t
         load("\n".join(lines), tmp_path)
     except InputError as error:
         assert str(error)
+
+
+SLURM_PARTITIONS = """\
+models:
+  slurm:
+    partitions:
+      - {name: high, pool: gpu, priority_tier: 2, allow_accounts: [alpha]}
+      - {name: low, pool: gpu}
+    qos:
+      - {name: urgent, preempt: [normal]}
+    preempt_type: partition_prio
+    reservations:
+      - {name: maint, pool: gpu, nodes: 2, start: 1d, duration: 4h, repeat: 7d}
+      - {name: demo, pool: gpu, nodes: 1, start: 2d, duration: 1d, accounts: [beta]}
+    topology: {plugin: block, nodes_per_block: 2}
+  hybrid:
+    split: {gpu: 3}
+    routing:
+      - {team: beta, to: kubernetes}
+"""
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "field", "words"),
+    [
+        ("pool: gpu, priority_tier", "pool: gpus, priority_tier", "models.slurm.partitions[0].pool", "'gpu'"),
+        ("[alpha]", "[alfa]", "models.slurm.partitions[0].allow_accounts[0]", "did you mean 'alpha'"),
+        ("[normal]", "[norml]", "models.slurm.qos[0].preempt[0]", "did you mean 'normal'"),
+        ("name: low", "name: high", "models.slurm.partitions[1].name", "already named"),
+        ("preempt_type: partition_prio", "preempt_type: partition", "models.slurm.preempt_type", "'qos'"),
+        ("pool: gpu, nodes: 2", "pool: gpu, nodes: 9", "models.slurm.reservations[0].nodes", "more than"),
+        ("accounts: [beta]", "accounts: [bta]", "models.slurm.reservations[1].accounts[0]", "'beta'"),
+        ("nodes_per_block: 2", "nodes_per_block: 0", "models.slurm.topology.nodes_per_block", "greater"),
+        ("split: {gpu: 3}", "split: {gpu: 5}", "models.hybrid.split.gpu", "more than"),
+        ("{team: beta, to:", "{team: bta, to:", "models.hybrid.routing[0].team", "'beta'"),
+        ("    team: alpha\n", "    team: alpha\n    partition: hihg\n", "workloads[0].partition", "'high'"),
+        (
+            "    team: alpha\n",
+            "    team: alpha\n    partition: high\n    pool: other\n",
+            "workloads[0].pool",
+            "no pool named 'other'",
+        ),
+    ],
+)
+def test_partitions_and_preemption_are_checked(
+    tmp_path: Path, old: str, new: str, field: str, words: str
+) -> None:
+    text = BASE + SLURM_PARTITIONS
+    load(text, tmp_path)  # valid as it is
+    assert old in text
+    with pytest.raises(ScenarioError) as caught:
+        load(text.replace(old, new, 1), tmp_path)
+    assert field in str(caught.value) and words in str(caught.value), str(caught.value)

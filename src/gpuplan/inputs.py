@@ -10,6 +10,7 @@ from typing import Any
 from gpuplan.errors import InputError
 from gpuplan.scenario.load import LoadedScenario, load_scenario
 from gpuplan.sim.cluster import Pool
+from gpuplan.workload.k8s_pods import NodeList, node_list_beside, read_node_list
 from gpuplan.workload.readers import default_gpus_per_node, detect_format, read_trace
 from gpuplan.workload.synthesis import Workload, synthesize
 from gpuplan.workload.trace import Trace
@@ -25,6 +26,7 @@ class InputOptions:
     nodes: int | None = None  # cluster size (default: the trace header's, else the largest job)
     gpus_per_node: int | None = None  # default: 1 for SWF processors, 8 for GPU traces
     skip_bad_lines: bool = False
+    node_list: Path | None = None  # nodes of a pod trace's cluster (default: the node list beside it)
 
 
 @dataclass(frozen=True)
@@ -35,6 +37,7 @@ class Input:
     trace: Trace | None = None
     scenario: LoadedScenario | None = None
     warnings: list[str] = field(default_factory=list)
+    node_list: NodeList | None = None  # the traced cluster's nodes, one by one (Kubernetes pod traces)
 
 
 def is_scenario(path: Path) -> bool:
@@ -67,9 +70,9 @@ def load_input(path: Path, options: InputOptions | None = None) -> Input:
     options = options or InputOptions()
     nodes, gpus_per_node = options.nodes, options.gpus_per_node
     if is_scenario(path):
-        if nodes is not None or gpus_per_node is not None:
+        if nodes is not None or gpus_per_node is not None or options.node_list is not None:
             raise InputError(
-                "a scenario sizes its own pools (cluster.pools)", field="--nodes/--gpus-per-node"
+                "a scenario sizes its own pools (cluster.pools)", field="--nodes/--gpus-per-node/--node-list"
             )
         loaded = load_scenario(path)
         workload = synthesize(loaded)
@@ -109,9 +112,16 @@ def load_input(path: Path, options: InputOptions | None = None) -> Input:
         "skipped_bad_lines": trace.bad_lines,
         "capacity_source": capacity_source,
     }
+    node_list_path = options.node_list or node_list_beside(path)
+    node_list = None
+    if node_list_path is not None:
+        if not node_list_path.is_file():
+            raise InputError("no such file", path=node_list_path, field="--node-list")
+        node_list = read_node_list(node_list_path)
+        info["node_list"] = str(node_list_path)
     warnings = []
     if trace.skipped_invalid:
         warnings.append(f"{trace.skipped_invalid} job(s) with no run time or no GPUs were skipped")
     if trace.bad_lines:
         warnings.append(f"{trace.bad_lines} malformed line(s) were skipped (--skip-bad-lines)")
-    return Input(workload, pools, info, trace=trace, warnings=warnings)
+    return Input(workload, pools, info, trace=trace, warnings=warnings, node_list=node_list)

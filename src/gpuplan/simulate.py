@@ -15,11 +15,16 @@ from gpuplan.inputs import Input, InputOptions, load_input
 from gpuplan.metrics.summary import summarize
 from gpuplan.results.files import write_summary, write_tables
 from gpuplan.scenario.model import SlurmSettings as ScenarioSlurm
+from gpuplan.sim.hybrid import run_hybrid
+from gpuplan.sim.kubernetes.runner import run_kubernetes
 from gpuplan.sim.outcome import REJECTED, ModelRun
+from gpuplan.sim.partitions import Partition
 from gpuplan.sim.priority import MultifactorSettings
 from gpuplan.sim.qos import Qos
 from gpuplan.sim.registry import Registry
+from gpuplan.sim.reservations import Reservation
 from gpuplan.sim.slurm import SlurmSettings, simulate_slurm
+from gpuplan.sim.topology import Topology
 
 
 @dataclass(frozen=True)
@@ -62,11 +67,48 @@ def slurm_settings(spec: ScenarioSlurm) -> SlurmSettings:
             calc_period_s=spec.priority_calc_period,
             fairshare=spec.fairshare,
             weight_qos=spec.priority_weight_qos,
+            weight_partition=spec.priority_weight_partition,
         ),
         qos=tuple(
-            Qos(q.name, q.priority, q.max_gpus_per_user, q.max_jobs_per_user, q.grp_gpus, q.max_wall)
+            Qos(
+                q.name,
+                q.priority,
+                q.max_gpus_per_user,
+                q.max_jobs_per_user,
+                q.grp_gpus,
+                q.max_wall,
+                tuple(q.preempt),
+                q.preempt_mode,
+                q.grace_time,
+            )
             for q in spec.qos
         ),
+        partitions=tuple(
+            Partition(
+                p.name,
+                p.pool,
+                p.priority_tier,
+                p.priority_job_factor,
+                p.max_time,
+                p.default_time,
+                None if p.allow_accounts is None else tuple(p.allow_accounts),
+                p.preempt_mode,
+                p.grace_time,
+                p.exclusive,
+            )
+            for p in spec.partitions
+        ),
+        select_type=spec.select_type,
+        topology=None
+        if spec.topology is None
+        else Topology(spec.topology.plugin, spec.topology.nodes_per_block, spec.topology.require),
+        reservations=tuple(
+            Reservation(r.name, r.pool, r.nodes, r.start, r.duration, tuple(r.accounts), r.repeat)
+            for r in spec.reservations
+        ),
+        preempt_type=spec.preempt_type,
+        preempt_mode=spec.preempt_mode,
+        requeue_delay_s=spec.requeue_delay,
     )
 
 
@@ -98,6 +140,15 @@ def run_slurm(loaded: Input, request: SimulateRequest) -> ModelRun:
 ModelRunner = Callable[[Input, SimulateRequest], ModelRun]
 MODELS = Registry[ModelRunner]("--model")
 MODELS.register("slurm", run_slurm)
+MODELS.register("kubernetes", run_kubernetes)
+
+
+def run_hybrid_model(loaded: Input, request: SimulateRequest) -> ModelRun:
+    """Slurm and Kubernetes side by side (``gpuplan.sim.hybrid``)."""
+    return run_hybrid(loaded, request, {"slurm": run_slurm, "kubernetes": run_kubernetes})
+
+
+MODELS.register("hybrid", run_hybrid_model)
 
 
 def simulate(request: SimulateRequest) -> SimulateResult:

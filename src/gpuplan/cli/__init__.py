@@ -7,7 +7,11 @@ from __future__ import annotations
 
 import typer
 
+from gpuplan.cli.compare import compare
+from gpuplan.cli.init import init
 from gpuplan.cli.inspect import inspect
+from gpuplan.cli.recommend import recommend
+from gpuplan.cli.report import report
 from gpuplan.cli.scenario import schema, validate
 from gpuplan.cli.simulate import simulate
 
@@ -18,10 +22,14 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
+app.command()(recommend)
 app.command(no_args_is_help=True)(simulate)
+app.command(no_args_is_help=True)(compare)
 app.command(no_args_is_help=True)(inspect)
 app.command(no_args_is_help=True)(validate)
 app.command()(schema)
+app.command(no_args_is_help=True)(report)
+app.command()(init)
 
 
 @app.callback()

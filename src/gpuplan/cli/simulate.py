@@ -32,6 +32,8 @@ class Backfill(StrEnum):
 
 class Model(StrEnum):
     slurm = "slurm"
+    kubernetes = "kubernetes"
+    hybrid = "hybrid"
 
 
 def simulate(
@@ -52,6 +54,13 @@ def simulate(
         typer.Option(help="Nodes in a trace's cluster [default: its MaxProcs / GPUs per node].", min=1),
     ] = None,
     gpus_per_node: GpusPerNodeOption = None,
+    node_list: Annotated[
+        Path | None,
+        typer.Option(
+            help="Node list of a Kubernetes pod trace (sn,cpu_milli,memory_mib,gpu,model) [default: the "
+            "*_node_list_gpu_node.csv beside the pod list]."
+        ),
+    ] = None,
     out: OutOption = Path("gpuplan-out"),
     json_output: JsonOption = False,
     skip_bad_lines: SkipBadLinesOption = False,
@@ -70,7 +79,7 @@ def simulate(
         input=input,
         model=model.value,
         backfill=None if backfill is None else backfill.value,
-        options=InputOptions(trace_format, nodes, gpus_per_node, skip_bad_lines),
+        options=InputOptions(trace_format, nodes, gpus_per_node, skip_bad_lines, node_list),
         out=out,
     )
     result = call(lambda: run_simulation(request))
@@ -97,6 +106,16 @@ def print_summary(console: Console, summary: dict[str, Any], files: list[Path]) 
     table.add_row("cluster (nodes x GPUs)", pools)
     table.add_row("jobs submitted / completed", f"{jobs['submitted']:,} / {jobs['completed']:,}")
     table.add_row("killed at limit / rejected", f"{jobs['killed_at_limit']:,} / {jobs['rejected']:,}")
+    preemption = summary["preemption"]
+    if preemption["events"]:
+        table.add_row(
+            "preemptions (jobs) / lost GPU-hours",
+            f"{preemption['events']:,} ({preemption['jobs_preempted']:,}) / "
+            f"{preemption['lost_gpu_hours']:,.0f}",
+        )
+        table.add_row("jobs ended by preemption", f"{jobs['preempted']:,}")
+    for reason, count in summary["reasons"].items():
+        table.add_row(f"jobs held or refused: {reason}", f"{count:,}")
     table.add_row("wait mean / p50 / p95", " / ".join(_seconds(wait[k]) for k in ("mean", "p50", "p95")))
     slowdown = summary["bounded_slowdown"]["mean"]
     table.add_row("bounded slowdown mean", "-" if slowdown is None else f"{slowdown:,.2f}")

@@ -43,13 +43,21 @@ def jain_index(values: npt.NDArray[np.float64]) -> float | None:
     return float(values.sum() ** 2 / (len(values) * square_sum))
 
 
+def _reason_counts(run: ModelRun) -> dict[str, int]:
+    """Jobs per reason: refused at submit, or held pending by a limit (jobs.parquet "reason")."""
+    if run.reason is None:
+        return {}
+    counts = np.bincount(run.reason.codes, minlength=len(run.reason.labels))
+    return {label: int(n) for label, n in zip(run.reason.labels, counts, strict=True) if label and n}
+
+
 def summarize(run: ModelRun, team_shares: dict[str, float] | None = None) -> dict[str, Any]:
     """Summary figures of one model's run. ``team_shares`` (default: equal) weights fairness."""
     jobs = run.jobs
     started = run.started
     wait = (run.start_s - jobs.submit_s)[started]
     run_s = run.run_s[started]
-    gpus = jobs.gpus[started].astype(np.float64)
+    gpus = (jobs.gpus if run.job_gpus is None else run.job_gpus)[started].astype(np.float64)
     busy_gpu_s = gpus * run_s
     slowdown = np.maximum(1.0, (wait + run_s) / np.maximum(run_s, BOUNDED_SLOWDOWN_MIN_RUN_S))
 
@@ -61,7 +69,11 @@ def summarize(run: ModelRun, team_shares: dict[str, float] | None = None) -> dic
         ends.extend(s.span_s for s in run.services)
     makespan_s = max(ends) - min(begins) if ends else 0.0
     service_gpu_s = sum(s.gpu_hours for s in run.services) * 3600.0
-    available_gpu_s = run.total_gpus * makespan_s
+    # autoscaled pools count the GPU-hours their nodes were up, the others every GPU over the makespan
+    pool_gpu_s = [
+        p.pool.gpus * makespan_s if p.gpu_hours_up is None else p.gpu_hours_up * 3600.0 for p in run.pools
+    ]
+    available_gpu_s = sum(pool_gpu_s)
     lost_gpu_s = float(run.lost_gpu_s.sum())
     gpu_hours = (float(busy_gpu_s.sum()) + lost_gpu_s + service_gpu_s) / 3600.0
 
@@ -90,7 +102,13 @@ def summarize(run: ModelRun, team_shares: dict[str, float] | None = None) -> dic
     prices = [p.pool.price_per_gpu_hour for p in run.pools]
     cost = None
     if prices and all(price is not None for price in prices):
-        cost = sum(p.pool.gpus * (p.pool.price_per_gpu_hour or 0.0) for p in run.pools) * makespan_s / 3600.0
+        cost = (
+            sum(
+                gpu_s * (p.pool.price_per_gpu_hour or 0.0)
+                for p, gpu_s in zip(run.pools, pool_gpu_s, strict=True)
+            )
+            / 3600.0
+        )
 
     return {
         "settings": run.settings,
@@ -109,6 +127,7 @@ def summarize(run: ModelRun, team_shares: dict[str, float] | None = None) -> dic
             "submitted": len(jobs),
             **{name: int(count) for name, count in zip(JOB_STATES, state_counts, strict=True)},
         },
+        "reasons": _reason_counts(run),
         "preemption": {
             "events": int(run.preemptions.sum()),
             "jobs_preempted": int(np.count_nonzero(run.preemptions)),
@@ -133,4 +152,5 @@ def summarize(run: ModelRun, team_shares: dict[str, float] | None = None) -> dic
             for s in run.services
         },
         "cost_usd": cost,
+        **run.extra,
     }

@@ -20,7 +20,8 @@ def _constant(value: str, rows: int) -> pa.DictionaryArray:
 
 def jobs_table(run: ModelRun) -> pa.Table:
     """One row per job: model, job_id, team, submit_s, start_s, end_s, state, nodes, gpus, pool, node_list,
-    then preemptions and lost_gpu_s (work lost to preemption)."""
+    then preemptions, lost_gpu_s (work lost to preemption) and reason (why it was refused, or the
+    last limit that held it pending; null for none)."""
     jobs = run.jobs
     never_started = ~run.started
     return pa.table(
@@ -38,8 +39,18 @@ def jobs_table(run: ModelRun) -> pa.Table:
             "node_list": run.node_lists(),
             "preemptions": run.preemptions,
             "lost_gpu_s": run.lost_gpu_s,
+            "reason": _reasons(run),
         }
     )
+
+
+def _reasons(run: ModelRun) -> pa.Array:
+    if run.reason is None:
+        return pa.nulls(len(run.jobs), pa.dictionary(pa.int32(), pa.string()))
+    codes = pa.array(
+        run.reason.codes, mask=np.array([label == "" for label in run.reason.labels])[run.reason.codes]
+    )
+    return pa.DictionaryArray.from_arrays(codes, pa.array(run.reason.labels, pa.string()))
 
 
 def timeline_table(run: ModelRun) -> pa.Table:

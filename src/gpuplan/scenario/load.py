@@ -161,10 +161,14 @@ def _check_references(
         problem(loc, f"no {what} named {name!r}{hint}")
         return False
 
+    slurm = scenario.models.slurm
     for section, items in (
         (("cluster", "pools"), scenario.cluster.pools),
         (("teams",), scenario.teams),
         (("workloads",), scenario.workloads),
+        (("models", "slurm", "partitions"), slurm.partitions),
+        (("models", "slurm", "qos"), slurm.qos),
+        (("models", "slurm", "reservations"), slurm.reservations),
     ):
         seen: set[str] = set()
         for index, item in enumerate(items):
@@ -176,8 +180,46 @@ def _check_references(
     resolved = [pool for pool in pools if pool is not None]
     by_name = {pool.name: pool for pool in resolved}
     team_names = [team.name for team in scenario.teams]
-    qos_names = ["normal", *(qos.name for qos in scenario.models.slurm.qos)]
+    qos_names = ["normal", *(qos.name for qos in slurm.qos)]
     pool_names = [spec.name for spec in scenario.cluster.pools]
+    partition_pool = {partition.name: partition.pool for partition in slurm.partitions}
+
+    for index, partition in enumerate(slurm.partitions):
+        at_partition: Loc = ("models", "slurm", "partitions", index)
+        known((*at_partition, "pool"), partition.pool, pool_names, "pool")
+        for k, account in enumerate(partition.allow_accounts or []):
+            known((*at_partition, "allow_accounts", k), account, team_names, "team")
+    hybrid = scenario.models.hybrid
+    for split_pool, nodes in hybrid.split.items():
+        at_split: Loc = ("models", "hybrid", "split", split_pool)
+        if (
+            known(at_split, split_pool, pool_names, "pool")
+            and split_pool in by_name
+            and nodes > by_name[split_pool].nodes
+        ):
+            problem(at_split, f"more than the pool's {by_name[split_pool].nodes} nodes")
+    workload_names = [workload.name for workload in scenario.workloads]
+    for index, rule in enumerate(hybrid.routing):
+        at_rule: Loc = ("models", "hybrid", "routing", index)
+        if rule.team is not None:
+            known((*at_rule, "team"), rule.team, team_names, "team")
+        if rule.workload is not None:
+            known((*at_rule, "workload"), rule.workload, workload_names, "workload")
+    for index, reservation in enumerate(slurm.reservations):
+        at_reservation: Loc = ("models", "slurm", "reservations", index)
+        if (
+            known((*at_reservation, "pool"), reservation.pool, pool_names, "pool")
+            and reservation.pool in by_name
+        ) and reservation.nodes > by_name[reservation.pool].nodes:
+            problem(
+                (*at_reservation, "nodes"),
+                f"more than the pool's {by_name[reservation.pool].nodes} nodes",
+            )
+        for k, account in enumerate(reservation.accounts):
+            known((*at_reservation, "accounts", k), account, team_names, "team")
+    for index, qos in enumerate(slurm.qos):
+        for k, name in enumerate(qos.preempt):
+            known(("models", "slurm", "qos", index, "preempt", k), name, qos_names, "QoS")
 
     for index, workload in enumerate(scenario.workloads):
         at: Loc = ("workloads", index)
@@ -185,12 +227,24 @@ def _check_references(
             known((*at, "team"), workload.team, team_names, "team")
         if workload.pool is not None and not known((*at, "pool"), workload.pool, pool_names, "pool"):
             continue
-        candidates = [by_name[workload.pool]] if workload.pool in by_name else resolved
+        pool_name = workload.pool
+        if isinstance(workload, BatchWorkload) and workload.partition is not None:
+            if not known((*at, "partition"), workload.partition, list(partition_pool), "partition"):
+                continue
+            if pool_name is not None and pool_name != partition_pool[workload.partition]:
+                problem(
+                    (*at, "partition"),
+                    f"partition {workload.partition!r} spans pool {partition_pool[workload.partition]!r}, "
+                    f"not {pool_name!r}",
+                )
+                continue
+            pool_name = partition_pool[workload.partition]
+        candidates = [by_name[pool_name]] if pool_name in by_name else resolved
         if isinstance(workload, BatchWorkload):
             known((*at, "qos"), workload.qos, qos_names, "QoS (models.slurm.qos)")
             for nodes, gpus, _ in workload.size_mix():
                 if not any(nodes <= pool.nodes and gpus <= pool.gpus_per_node for pool in candidates):
-                    where = f"pool {workload.pool!r}" if workload.pool else "any pool"
+                    where = f"pool {pool_name!r}" if pool_name else "any pool"
                     problem((*at, "size"), f"a {nodes}x{gpus} job does not fit {where}")
             if workload.multi_node and not any(pool.rdma for pool in candidates):
                 warnings.append(

@@ -9,41 +9,20 @@ References between sections (a workload's team and pool, a pool's shape) are che
 
 from __future__ import annotations
 
-import difflib
 from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, model_validator
+from pydantic import Discriminator, Field, Tag, model_validator
 from pydantic_core import PydanticCustomError
 
+from gpuplan.scenario.hybrid import HybridSettings
+from gpuplan.scenario.kubernetes import KubernetesSettings
+from gpuplan.scenario.section import Section
 from gpuplan.scenario.units import Duration, Rate, SizeMix, parse_size
 
 Level = Literal["none", "low", "medium", "high"]
-
-
-class Section(BaseModel):
-    """Base of every scenario section: frozen, and unknown keys are errors with a did-you-mean."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    @model_validator(mode="before")
-    @classmethod
-    def _known_keys(cls, data: Any) -> Any:
-        if isinstance(data, dict):
-            known = set(cls.model_fields)
-            for key in data:
-                if key not in known:
-                    close = difflib.get_close_matches(str(key), known, n=1, cutoff=0.6)
-                    hint = (
-                        f"; did you mean {close[0]!r}?" if close else f" (known: {', '.join(sorted(known))})"
-                    )
-                    raise PydanticCustomError(
-                        "unknown_key",
-                        "unknown key {key}{hint}",
-                        {"key": repr(key), "name": key, "hint": hint},
-                    )
-        return data
+PreemptMode = Literal["off", "cancel", "requeue", "suspend"]
 
 
 # ---- cluster -----------------------------------------------------------------------------------
@@ -178,6 +157,9 @@ class BatchWorkload(Section):
     mpi: bool | None = Field(None, description="multi-node jobs over RDMA (default: when a size has >1 node)")
     checkpoint_interval: Duration | None = None
     qos: str = Field("normal", description="Slurm QoS of the jobs (models.slurm.qos)")
+    partition: str | None = Field(
+        None, description="Slurm partition of the jobs (models.slurm.partitions; default: the pool's first)"
+    )
 
     def size_mix(self) -> list[tuple[int, int, float]]:
         """(nodes, GPUs per node, probability) of each size."""
@@ -329,6 +311,59 @@ class QosSpec(Section):
     max_jobs_per_user: int | None = Field(None, ge=1, description="MaxJobsPerUser")
     grp_gpus: int | None = Field(None, ge=1, description="GrpTRES=gres/gpu=N")
     max_wall: Duration | None = Field(None, description="MaxWall: longer time limits are refused")
+    preempt: list[str] = Field(
+        default_factory=list, description="Preempt: QoS whose jobs these may preempt (preempt_type: qos)"
+    )
+    preempt_mode: PreemptMode | None = Field(
+        None, description="PreemptMode of its jobs (default: the cluster's)"
+    )
+    grace_time: Duration = Field(0.0, description="GraceTime: a preempted job keeps its nodes this long")
+
+
+class PartitionSpec(Section):
+    """A Slurm partition over all nodes of one pool (PartitionName=... Nodes=...); several may share
+    a pool."""
+
+    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+    pool: str = Field(description="the pool whose nodes the partition spans")
+    priority_tier: int = Field(
+        1, ge=0, le=65533, description="PriorityTier: higher tiers schedule and preempt first"
+    )
+    priority_job_factor: int = Field(1, ge=0, le=65533, description="PriorityJobFactor (partition factor)")
+    max_time: Duration | None = Field(None, description="MaxTime: longer time limits are refused")
+    default_time: Duration | None = Field(None, description="DefaultTime: the time limit of jobs without one")
+    allow_accounts: list[str] | None = Field(
+        None, description="AllowAccounts: teams that may submit (default: all)"
+    )
+    preempt_mode: PreemptMode | None = Field(
+        None, description="PreemptMode of its jobs (default: the cluster's)"
+    )
+    grace_time: Duration = Field(0.0, description="GraceTime: a preempted job keeps its nodes this long")
+    exclusive: bool = Field(False, description="OverSubscribe=EXCLUSIVE: jobs take whole nodes")
+
+
+class ReservationSpec(Section):
+    """An advance reservation (scontrol create reservation): NodeCnt nodes of a pool (its
+    highest-numbered) from start for duration, for some accounts' jobs, or for maintenance."""
+
+    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+    pool: str
+    nodes: int = Field(ge=1, description="NodeCnt")
+    start: Duration = Field(description="StartTime, from the scenario's start")
+    duration: Duration = Field(gt=0, description="Duration")
+    accounts: list[str] = Field(default_factory=list, description="Accounts (teams); none: maintenance")
+    repeat: Duration | None = Field(None, gt=0, description="again every: 1d (Flags=DAILY), 7d (WEEKLY)")
+
+
+class TopologySpec(Section):
+    """TopologyPlugin for the RDMA cluster network: nodes grouped in order into blocks (OCI network
+    blocks; topology/block) or under leaf switches (topology/tree)."""
+
+    plugin: Literal["block", "tree"] = "block"
+    nodes_per_block: int = Field(ge=1, description="nodes per block or leaf switch")
+    require: bool = Field(
+        False, description="a multi-node job that fits one block waits for one (--segment / --switches=1)"
+    )
 
 
 class SlurmSettings(Section):
@@ -354,11 +389,43 @@ class SlurmSettings(Section):
         "fair_tree", description="Fair Tree (Slurm's default) or classic (PriorityFlags=NO_FAIR_TREE)"
     )
     priority_weight_qos: float = Field(0, ge=0, description="PriorityWeightQOS")
+    priority_weight_partition: float = Field(0, ge=0, description="PriorityWeightPartition")
     qos: list[QosSpec] = Field(default_factory=list, description="QoS besides 'normal' (or redefining it)")
+    partitions: list[PartitionSpec] = Field(
+        default_factory=list, description="partitions (default: one per pool, named after it)"
+    )
+    select_type: Literal["cons_tres", "linear"] = Field(
+        "cons_tres", description="SelectType: select/cons_tres (jobs take GPUs, share nodes) or select/linear"
+    )
+    reservations: list[ReservationSpec] = Field(
+        default_factory=list, description="advance reservations: maintenance windows, a team's nodes"
+    )
+    topology: TopologySpec | None = Field(None, description="TopologyPlugin (default: none, a flat network)")
+    preempt_type: Literal["none", "partition_prio", "qos"] = Field(
+        "none", description="PreemptType: preempt/partition_prio, preempt/qos, or none"
+    )
+    preempt_mode: PreemptMode = Field("off", description="PreemptMode: the cluster's default")
+    requeue_delay: Duration = Field(
+        121.0, description="a requeued job is eligible again after this (AuthInfo cred_expire 120 s + 1)"
+    )
+
+
+ModelName = Literal["slurm", "kubernetes", "hybrid"]
+
+
+def _all_models() -> list[ModelName]:
+    return ["slurm", "kubernetes", "hybrid"]
 
 
 class Models(Section):
     slurm: SlurmSettings = SlurmSettings()
+    kubernetes: KubernetesSettings = KubernetesSettings()
+    hybrid: HybridSettings = HybridSettings()
+    compare: list[ModelName] = Field(
+        default_factory=_all_models,
+        min_length=1,
+        description="the models `gpuplan compare` and `recommend` run",
+    )
 
 
 class Targets(Section):

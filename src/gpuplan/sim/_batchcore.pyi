@@ -9,6 +9,7 @@ Buffer = NDArray[Any] | bytes
 def simulate(
     policy: str,
     total_nodes: int,
+    gpus_per_node: int,
     params: Buffer,
     submit: Buffer,
     run: Buffer,
@@ -22,8 +23,14 @@ def simulate(
     tl_time: Buffer,
     tl_busy_gpus: Buffer,
     tl_queued: Buffer,
+    allocated_gpus_per_node: Buffer,
     priority: tuple[object, ...] | None = None,
     limits: tuple[Buffer, ...] | None = None,
+    partitions: tuple[Buffer, int] | None = None,
+    preempt: tuple[object, ...] | None = None,
+    reservations: tuple[Buffer, ...] | None = None,
+    drains: tuple[Buffer, Buffer, float, bool] | None = None,
+    topology: tuple[int, bool] | None = None,
     /,
 ) -> tuple[int, bytes]: ...
 def hostlists(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
@@ -10,7 +10,7 @@ import numpy.typing as npt
 
 from gpuplan.sim.cluster import Pool
 from gpuplan.sim.engine import Timeline
-from gpuplan.workload.jobtable import Float64, Int32, Int64, JobTable
+from gpuplan.workload.jobtable import Float64, Int32, Int64, JobTable, Labels
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -43,6 +43,7 @@ class PoolSchedule:
     schedule: Placement
     service_nodes: int = 0  # nodes held by services for the whole run, outside the batch schedule
     service_gpus: int = 0  # GPUs of the service replicas on them
+    gpu_hours_up: float | None = None  # GPU-hours its nodes were up (autoscaled pools); None: all, always
 
 
 @dataclass(frozen=True)
@@ -74,6 +75,11 @@ class ModelRun:
     simulate_s: float  # wall time of the simulation proper
     preemptions: Int32  # times each job was preempted
     lost_gpu_s: Float64  # GPU-seconds of each job's work lost to preemption (redone or never finished)
+    job_gpus: Float64 | None = None  # GPUs each job occupies when not nodes x gpus_per_node (GPU shares)
+    extra: dict[str, Any] = field(default_factory=dict)  # model-specific figures, merged into the summary
+    # Why each job was refused, or the last limit that held it pending, in the scheduler's words
+    # (Slurm: PartitionTimeLimit, QOSMaxGRESPerUser, ...); "" for none.
+    reason: Labels | None = None
 
     @property
     def started(self) -> npt.NDArray[np.bool_]:

@@ -4,10 +4,11 @@
 With multifactor a job's priority is the sum of factors in [0, 1] times their weights:
 ``PriorityWeightAge`` x min(age / ``PriorityMaxAge``, 1) + ``PriorityWeightFairshare`` x fair-share
 factor + ``PriorityWeightJobSize`` x nodes / nodes of the partition + ``PriorityWeightPartition`` x
-partition factor + ``PriorityWeightQOS`` x QoS factor. The engine keeps the queue in priority order
-and recomputes it every ``PriorityCalcPeriod`` (``_core/priority.c``); the fair-share factor comes
-from ``gpuplan.sim.fairshare``. Partitions and QoS with their own factors come with those features;
-until then both factors are 0.
+partition factor (``PriorityJobFactor`` / the highest) + ``PriorityWeightQOS`` x QoS factor (its
+``Priority`` / the highest). The engine keeps the queue in priority order and recomputes it every
+``PriorityCalcPeriod`` (``_core/priority.c``); the fair-share factor comes from
+``gpuplan.sim.fairshare``. Partitions sharing nodes are ordered by ``PriorityTier`` before any
+priority (with ``priority/basic`` too), which ``tiered`` folds into the priority's high part.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ class MultifactorSettings:
     weight_fairshare: float = 0.0  # PriorityWeightFairshare
     weight_job_size: float = 0.0  # PriorityWeightJobSize
     weight_qos: float = 0.0  # PriorityWeightQOS
+    weight_partition: float = 0.0  # PriorityWeightPartition
     max_age_s: float = 7 * DAY_S  # PriorityMaxAge (7-0)
     decay_half_life_s: float = 7 * DAY_S  # PriorityDecayHalfLife (7-0)
     calc_period_s: float = 300.0  # PriorityCalcPeriod (5 minutes)
@@ -44,7 +46,7 @@ class PriorityInputs:
     static: Float64  # per job: the factors that do not change while it waits, weighted
     association: Int32  # per job: index of its user association (account and user)
     settings: MultifactorSettings
-    fairshare: FairShare
+    fairshare: FairShare | None  # None: no fair-share factor (the tiers of priority/basic)
 
     def take(self, rows: npt.NDArray[np.int64]) -> PriorityInputs:
         return PriorityInputs(self.static[rows], self.association[rows], self.settings, self.fairshare)
@@ -54,7 +56,7 @@ class PriorityInputs:
         return (
             np.ascontiguousarray(self.static, dtype=np.float64),
             np.ascontiguousarray(self.association, dtype=np.int32),
-            self.fairshare.users,
+            1 if self.fairshare is None else self.fairshare.users,
             s.weight_age,
             s.max_age_s,
             s.weight_fairshare,
@@ -71,12 +73,15 @@ def multifactor(
     settings: MultifactorSettings,
     shares: dict[str, float] | None,
     qos_factor: Float64 | None = None,
+    partition_factor: Float64 | None = None,
 ) -> PriorityInputs:
     """Priority inputs for jobs of ``nodes`` nodes submitted by ``users`` of accounts ``teams``;
-    ``qos_factor`` is each job's QoS priority over the highest QoS priority."""
+    ``qos_factor`` and ``partition_factor`` are each job's QoS and partition factors in [0, 1]."""
     static = settings.weight_job_size * nodes.astype(np.float64) / max(pool_nodes, 1)
     if qos_factor is not None:
         static = static + settings.weight_qos * qos_factor
+    if partition_factor is not None:
+        static = static + settings.weight_partition * partition_factor
     # user associations: one per (account, user) pair that submits jobs
     pairs, association = np.unique(
         np.stack([teams.codes.astype(np.int64), users.codes.astype(np.int64)]), axis=1, return_inverse=True
@@ -86,3 +91,19 @@ def multifactor(
         pairs[0].astype(np.int32), account_shares, settings.decay_half_life_s
     )
     return PriorityInputs(static, association.reshape(-1).astype(np.int32), settings, fairshare)
+
+
+# Priorities stay below 2**36 (five 32-bit weights), so tier x 2**36 + priority orders by tier
+# first and is exact in float64 for every PriorityTier (at most 65533).
+TIER_SCALE = 2.0**36
+
+
+def tiered(priority: PriorityInputs | None, tier: Float64, settings: MultifactorSettings) -> PriorityInputs:
+    """``priority`` (None: priority/basic, submit order) with the jobs' partition ``PriorityTier``
+    ahead of it: Slurm schedules higher tiers first whatever the priorities."""
+    if priority is None:
+        basic = MultifactorSettings(calc_period_s=settings.calc_period_s)
+        return PriorityInputs(tier * TIER_SCALE, np.zeros(len(tier), dtype=np.int32), basic, None)
+    return PriorityInputs(
+        priority.static + tier * TIER_SCALE, priority.association, priority.settings, priority.fairshare
+    )

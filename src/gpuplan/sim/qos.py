@@ -4,7 +4,8 @@
 A job held by a limit stays pending (Slurm's reasons ``QOSMaxGRESPerUser``, ``QOSMaxJobsPerUser``,
 ``QOSGrpGRES``) and, as in slurmctld's scheduler, is skipped: it blocks no job behind it. A job whose
 time limit exceeds ``MaxWall`` is refused at submit. The QoS ``normal`` (no limits) always exists;
-jobs naming an unknown QoS get it.
+jobs naming an unknown QoS get it. ``Preempt``, ``PreemptMode`` and ``GraceTime`` serve
+``PreemptType=preempt/qos`` (``gpuplan.sim.preemption``).
 """
 
 from __future__ import annotations
@@ -27,6 +28,9 @@ class Qos:
     max_jobs_per_user: int | None = None  # MaxJobsPerUser
     grp_gpus: int | None = None  # GrpTRES=gres/gpu=N
     max_wall_s: float | None = None  # MaxWall
+    preempt: tuple[str, ...] = ()  # Preempt: QoS its jobs may preempt (PreemptType=preempt/qos)
+    preempt_mode: str | None = None  # PreemptMode of its jobs (None: the cluster's)
+    grace_time_s: float = 0.0  # GraceTime of its jobs when preempted
 
     @property
     def has_limits(self) -> bool:

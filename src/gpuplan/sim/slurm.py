@@ -1,11 +1,13 @@
 """The Slurm operating model (OCI HPC Stack).
 
-This slice models each pool as a partition of whole nodes (``OverSubscribe=EXCLUSIVE``), jobs in
-submit order, and the backfill modes ``none`` and ``easy`` (see ``gpuplan.sim.policies``). A job
-goes to the pool its ``partition`` names, else to the first pool it fits. Time limits are enforced
-as Slurm does without ``OverTimeLimit``: a job whose run time exceeds its time limit (``--time``,
-SWF "requested time") is killed at the limit; the scheduler's estimate of a job's run time is its
-time limit, or its run time when it has none.
+Partitions (``gpuplan.sim.partitions``) share the whole nodes of a pool (``OverSubscribe=EXCLUSIVE``);
+the queue is ordered by partition ``PriorityTier``, then by job priority (``priority/basic``: submit
+order; ``priority/multifactor``: ``gpuplan.sim.priority``); QoS limits hold jobs
+(``gpuplan.sim.qos``); the main scheduler and the backfill modes are ``gpuplan.sim.policies``; jobs
+preempt per ``PreemptType`` (``gpuplan.sim.preemption``). Time limits are enforced as Slurm does
+without ``OverTimeLimit``: a job whose run time exceeds its time limit (``--time``, SWF "requested
+time", else the partition's ``DefaultTime``) is killed at the limit; the scheduler's estimate of a
+job's run time is its time limit, or its run time when it has none.
 
 Inference services have no autoscaler under Slurm: each runs as a long job sized for its peak
 (``max`` replicas, whole nodes) for the whole run, so its nodes are taken out of the pool before
@@ -16,28 +18,36 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
 from gpuplan.sim.cluster import Pool
-from gpuplan.sim.engine import BatchJobs, run_batch
+from gpuplan.sim.engine import HELD_REASONS, BatchJobs, Lending, run_batch
 from gpuplan.sim.outcome import (
     COMPLETED,
     KILLED_AT_LIMIT,
+    PREEMPTED,
     REJECTED,
     ModelRun,
     PoolSchedule,
     ServiceOutcome,
 )
+from gpuplan.sim.partitions import REFUSALS, Partition, partition_table, pool_index, route_jobs
 from gpuplan.sim.policies import BACKFILL
-from gpuplan.sim.priority import MultifactorSettings, multifactor
+from gpuplan.sim.preemption import DEFAULT_REQUEUE_DELAY_S, PreemptClass, preemption_inputs, requeue_state
+from gpuplan.sim.priority import MultifactorSettings, PriorityInputs, multifactor, tiered
 from gpuplan.sim.qos import Qos, limits, qos_of_jobs, qos_table
-from gpuplan.workload.jobtable import Int32, JobTable
+from gpuplan.sim.reservations import Reservation, reservation_inputs
+from gpuplan.sim.topology import Topology, blocks_spanned, fragmentation
+from gpuplan.workload.jobtable import JobTable, Labels
 from gpuplan.workload.services import DEMAND_STEP_S, Service
 
 MODEL = "slurm"
+
+# jobs.parquet "reason": the QoS limits that held jobs (engine codes), then refusals at submit
+REASONS = (*HELD_REASONS, *REFUSALS[1:], "QOSMaxWallDurationPerJobLimit", "NodeConfigNotAvailable")
 
 
 @dataclass(frozen=True)
@@ -52,6 +62,13 @@ class SlurmSettings:
     priority_type: str = "basic"  # PriorityType: priority/basic (FCFS) | priority/multifactor
     multifactor: MultifactorSettings = field(default_factory=MultifactorSettings)
     qos: tuple[Qos, ...] = ()  # besides "normal"
+    partitions: tuple[Partition, ...] = ()  # besides one per pool that none covers
+    reservations: tuple[Reservation, ...] = ()  # advance reservations (scontrol create reservation)
+    topology: Topology | None = None  # TopologyPlugin: topology/block or topology/tree
+    select_type: str = "cons_tres"  # SelectType: cons_tres (per-GPU) | linear (whole nodes)
+    preempt_type: str = "none"  # PreemptType: none | partition_prio | qos
+    preempt_mode: str = "off"  # PreemptMode (cluster-wide default): off | cancel | requeue | suspend
+    requeue_delay_s: float = DEFAULT_REQUEUE_DELAY_S
 
     def params(self, names: tuple[str, ...]) -> list[float]:
         values = {
@@ -64,7 +81,7 @@ class SlurmSettings:
 
     def echo(self) -> dict[str, Any]:
         """The settings that matter for the chosen modes, for summary.json."""
-        echoed: dict[str, Any] = {"backfill": self.backfill}
+        echoed: dict[str, Any] = {"backfill": self.backfill, "select_type": self.select_type}
         if self.backfill == "slurm":
             echoed |= {
                 "bf_interval": self.bf_interval,
@@ -76,21 +93,15 @@ class SlurmSettings:
             echoed |= {"priority_type": "multifactor", **asdict(self.multifactor)}
         if self.qos:
             echoed["qos"] = [asdict(qos) for qos in self.qos]
+        if self.partitions:
+            echoed["partitions"] = [asdict(partition) for partition in self.partitions]
+        if self.reservations:
+            echoed["reservations"] = [asdict(reservation) for reservation in self.reservations]
+        if self.topology is not None:
+            echoed["topology"] = asdict(self.topology)
+        if self.preempt_type != "none":
+            echoed |= {"preempt_type": self.preempt_type, "preempt_mode": self.preempt_mode}
         return echoed
-
-
-def route_jobs(jobs: JobTable, pools: list[Pool]) -> Int32:
-    """Pool index of each job: the pool its partition names, else the first it fits (else 0)."""
-    index = np.full(len(jobs), -1, dtype=np.int32)
-    by_name = {pool.name: i for i, pool in enumerate(pools)}
-    named = np.array([by_name.get(label, -1) for label in jobs.partition.labels], dtype=np.int32)
-    if len(named):
-        index = named[jobs.partition.codes]
-    for i, pool in enumerate(pools):
-        fits = (index < 0) & (jobs.nodes <= pool.nodes) & (jobs.gpus_per_node <= pool.gpus_per_node)
-        index[fits] = i
-    index[index < 0] = 0
-    return index
 
 
 def _static_service(service: Service, pool: Pool, free_nodes: int) -> tuple[ServiceOutcome, int]:
@@ -114,35 +125,88 @@ def _static_service(service: Service, pool: Pool, free_nodes: int) -> tuple[Serv
     return outcome, nodes
 
 
+def _preempt_classes(
+    settings: SlurmSettings, partitions: list[Partition], qos_list: list[Qos]
+) -> list[PreemptClass]:
+    """Partitions (preempt/partition_prio) or QoS (preempt/qos) as preemption classes."""
+    if settings.preempt_type == "partition_prio":
+        return [
+            PreemptClass(
+                p.priority_tier, p.preempt_mode or settings.preempt_mode, p.grace_time_s, frozenset()
+            )
+            for p in partitions
+        ]
+    index = {q.name: i for i, q in enumerate(qos_list)}
+    return [
+        PreemptClass(
+            q.priority,
+            q.preempt_mode or settings.preempt_mode,
+            q.grace_time_s,
+            frozenset(index[name] for name in q.preempt if name in index),
+        )
+        for q in qos_list
+    ]
+
+
 def simulate_slurm(
     jobs: JobTable,
     pools: list[Pool],
     settings: SlurmSettings,
     services: list[Service] | None = None,
     team_shares: dict[str, float] | None = None,
+    lending: dict[str, Lending] | None = None,
 ) -> ModelRun:
     """Schedule ``jobs`` (and ``services``) on ``pools`` under the Slurm model; jobs come back in
-    submit order (submit time, then job id). ``team_shares`` are the accounts' ``Fairshare=``."""
+    submit order (submit time, then job id). ``team_shares`` are the accounts' ``Fairshare=``;
+    ``lending`` the nodes each pool lends over time (hybrid)."""
     schedule_pass = BACKFILL.get(settings.backfill)
     jobs = jobs.take(jobs.queue_order())
-    limit = jobs.time_limit_s
+    partitions = partition_table(settings.partitions, pools)
+    routing = route_jobs(jobs, partitions, pools)
+    pool_of_job = pool_index(partitions, pools)[routing.partition]
+    limit = routing.time_limit_s
     has_limit = limit > 0  # NaN (unknown) compares False
     killed = has_limit & (jobs.duration_s > limit)
     run_s = np.where(killed, limit, jobs.duration_s)
     estimate_s = np.where(has_limit, limit, jobs.duration_s)
-    pool_of_job = route_jobs(jobs, pools)
     qos_list = qos_table(settings.qos)
     qos_index = qos_of_jobs(jobs.qos, qos_list)
     max_wall = np.array([np.inf if q.max_wall_s is None else q.max_wall_s for q in qos_list])
-    over_max_wall = has_limit & (limit > max_wall[qos_index])  # MaxWall: refused at submit
+    reason = routing.refusal.astype(np.int8) + np.int8(len(HELD_REASONS) - 1) * (routing.refusal > 0)
+    reason[(reason == 0) & has_limit & (limit > max_wall[qos_index])] = REASONS.index(
+        "QOSMaxWallDurationPerJobLimit"
+    )
     top_qos_priority = max(q.priority for q in qos_list)
     qos_factor = np.array([q.priority / top_qos_priority if top_qos_priority else 0.0 for q in qos_list])
+    top_job_factor = max(p.priority_job_factor for p in partitions)
+    partition_factor = np.array([p.priority_job_factor / top_job_factor for p in partitions])
+    tiers = np.array([p.priority_tier for p in partitions], dtype=np.float64)
+    per_gpu = np.array([settings.select_type == "cons_tres" and not p.exclusive for p in partitions])
+    classes = _preempt_classes(settings, partitions, qos_list)
+    job_class = routing.partition if settings.preempt_type == "partition_prio" else qos_index
+    checkpoint_s = jobs.checkpoint_s if jobs.checkpoint_s is not None else np.full(len(jobs), np.nan)
+    preemption = preemption_inputs(
+        settings.preempt_type, classes, job_class, jobs.nodes, checkpoint_s, settings.requeue_delay_s
+    )
+
+    # Repeated reservations are laid out over the time jobs may run: the last planned end, plus
+    # twice the time the whole cluster would take to run every job's estimate (queues drain late).
+    horizon_s = 0.0
+    if len(jobs):
+        cluster_nodes = max(sum(pool.nodes for pool in pools), 1)
+        backlog_s = float((jobs.nodes * estimate_s).sum()) / cluster_nodes
+        horizon_s = float((jobs.submit_s + estimate_s).max()) + 2.0 * backlog_s
 
     began = time.perf_counter()
     outcomes: list[ServiceOutcome] = []
     schedules: list[PoolSchedule] = []
     start_s = np.full(len(jobs), np.nan)
+    end_s = np.full(len(jobs), np.nan)
+    preemptions = np.zeros(len(jobs), dtype=np.int32)
+    lost_gpu_s = np.zeros(len(jobs))
+    cancelled = np.zeros(len(jobs), dtype=bool)
     rejected = np.zeros(len(jobs), dtype=bool)
+    blocks = np.zeros(len(jobs), dtype=np.int32)
     for i, pool in enumerate(pools):
         held_nodes = service_gpus = 0
         for service in services or []:
@@ -161,7 +225,8 @@ def simulate_slurm(
             nodes=jobs.nodes[members],
             gpus_per_node=jobs.gpus_per_node[members],
         )
-        priority = None
+        job_tier = tiers[routing.partition[members]]
+        priority: PriorityInputs | None = None
         if settings.priority_type == "multifactor":
             priority = multifactor(
                 jobs.nodes[members],
@@ -171,7 +236,16 @@ def simulate_slurm(
                 settings.multifactor,
                 team_shares,
                 qos_factor[qos_index[members]],
+                partition_factor[routing.partition[members]],
             )
+        if len(np.unique(job_tier)) > 1:  # partitions of different PriorityTier share these nodes
+            priority = tiered(priority, job_tier, settings.multifactor)
+        # partitions of this pool, numbered from 0 for the main scheduler's per-partition blocking
+        _, local_partition = np.unique(routing.partition[members], return_inverse=True)
+        lend = (lending or {}).get(pool.name)
+        pool_preemption = None if preemption is None else preemption.take(members)
+        if lend is not None and pool_preemption is None:
+            pool_preemption = requeue_state(checkpoint_s[members], settings.requeue_delay_s)
         schedule = run_batch(
             batch,
             batch_pool,
@@ -179,27 +253,60 @@ def simulate_slurm(
             settings.params(schedule_pass.parameters),
             priority,
             limits(qos_index[members], jobs.user.take(members), qos_list),
-            over_max_wall[members],
+            reason[members] > 0,
+            local_partition.reshape(-1).astype(np.int32),
+            pool_preemption,
+            per_gpu[routing.partition[members]],
+            reservation_inputs(
+                [r for r in settings.reservations if r.pool == pool.name],
+                batch_pool.nodes,
+                jobs.team.take(members),
+                horizon_s,
+            ),
+            lend,
+            None if settings.topology is None else settings.topology.for_engine(),
         )
+        if settings.topology is not None:
+            blocks[members] = blocks_spanned(schedule, settings.topology.nodes_per_block)
+        if lend is not None:
+            timeline = schedule.timeline
+            nodes_up = batch_pool.nodes - lend.lent_at(timeline.time_s)
+            schedule = replace(schedule, timeline=replace(timeline, nodes_up=nodes_up.astype(np.int32)))
         start_s[members] = schedule.start_s
+        end_s[members] = schedule.end_s
         rejected[members] = schedule.rejected
+        preemptions[members] = schedule.preemptions
+        lost_gpu_s[members] = schedule.lost_gpu_s
+        cancelled[members] = schedule.cancelled
+        held = schedule.held_reason > 0
+        reason[members[held]] = schedule.held_reason[held]
         schedules.append(PoolSchedule(pool, members, schedule, held_nodes, service_gpus))
     simulate_s = time.perf_counter() - began
 
     state = np.where(killed, KILLED_AT_LIMIT, COMPLETED).astype(np.int8)
+    state[cancelled] = PREEMPTED
     state[rejected] = REJECTED
+    reason[rejected & (reason == 0)] = REASONS.index("NodeConfigNotAvailable")
+    # a cancelled job ran for its last run only; a completed one did all its work (run_s)
+    final_run_s = np.where(cancelled, 0.0, run_s)
     return ModelRun(
         model=MODEL,
         settings=settings.echo(),
         jobs=jobs,
-        run_s=run_s,
+        run_s=final_run_s,
         state=state,
         start_s=start_s,
-        end_s=start_s + run_s,
-        pool_of_job=pool_of_job,
+        end_s=end_s,
+        pool_of_job=pool_of_job.astype(np.int32),
         pools=schedules,
         services=outcomes,
         simulate_s=simulate_s,
-        preemptions=np.zeros(len(jobs), dtype=np.int32),
-        lost_gpu_s=np.zeros(len(jobs)),
+        preemptions=preemptions,
+        lost_gpu_s=lost_gpu_s,
+        reason=Labels(reason.astype(np.int32), REASONS),
+        extra=(
+            {}
+            if settings.topology is None
+            else {"topology": fragmentation(blocks, jobs.nodes, settings.topology.nodes_per_block)}
+        ),
     )

@@ -129,7 +129,7 @@ def characterize(workload: Workload, cluster_gpus: int | None = None) -> dict[st
         "duration_s": _stats(run),
         "interarrival_s": {
             **_stats(gaps, (50, 90)),
-            "cv": float(gaps.std() / gaps.mean()) if gaps.mean() else None,
+            "cv": float(gaps.std() / gaps.mean()) if len(gaps) and gaps.mean() else None,
         },
         "burstiness": {
             "arrivals_per_hour_mean": float(hourly.mean()) if len(hourly) else None,

@@ -172,6 +172,8 @@ class JobTable:
         user: Sequence[str] | None = None,
         qos: Sequence[str] | None = None,
         kind: str = "batch",
+        partition: Sequence[str] | None = None,
+        checkpoint_s: Sequence[float] | None = None,
     ) -> JobTable:
         """A table from plain sequences, for generators and tests; unknown fields get defaults."""
         ids = np.asarray(job_id, dtype=np.int64)
@@ -195,9 +197,10 @@ class JobTable:
             gpus_per_node=np.broadcast_to(np.asarray(gpus_per_node, dtype=np.int32), (rows,)).copy(),
             cpus_per_node=np.zeros(rows, dtype=np.int32),
             mem_per_node=np.full(rows, np.nan),
-            partition=Labels.constant("", rows),
+            partition=text(partition, ""),
             qos=text(qos, "normal"),
             kind=Labels.constant(kind, rows),
             state=Labels.constant("completed", rows),
             source_line=np.zeros(rows, dtype=np.int64),
+            checkpoint_s=None if checkpoint_s is None else np.asarray(checkpoint_s, dtype=np.float64),
         )

@@ -11,6 +11,7 @@ from typing import Protocol
 from gpuplan.errors import InputError
 from gpuplan.sim.registry import Registry
 from gpuplan.workload.helios import read_helios
+from gpuplan.workload.k8s_pods import read_alibaba_pods, read_kubectl_pods
 from gpuplan.workload.philly import read_chronus, read_philly
 from gpuplan.workload.sacct import read_sacct
 from gpuplan.workload.swf import read_swf
@@ -28,6 +29,8 @@ READERS.register("chronus", read_chronus)  # Chronus's Philly SLO/best-effort mi
 READERS.register("helios", read_helios)  # Helios cluster_log.csv and Acme trace_*.csv, by header
 READERS.register("acme", read_helios)
 READERS.register("sacct", read_sacct)  # Slurm accounting, sacct --parsable2 (-P)
+READERS.register("alibaba", read_alibaba_pods)  # Alibaba 2023 GPU pod list (openb_pod_list_*.csv)
+READERS.register("kubectl", read_kubectl_pods)  # kubectl get pods -A -o json
 
 # File name endings that name a format.
 SUFFIXES: dict[str, str] = {
@@ -35,6 +38,8 @@ SUFFIXES: dict[str, str] = {
     ".swf.gz": "swf",
     ".alea-swf": "swf",
     ".alea-swf.gz": "swf",
+    ".json": "kubectl",
+    ".json.gz": "kubectl",
 }
 
 # The GPU traces are all CSV with different columns: a CSV's format is told by the columns of its header.
@@ -42,6 +47,7 @@ CSV_SIGNATURES: dict[str, frozenset[str]] = {
     "philly": frozenset({"timestamp", "duration", "num_gpus", "cluster"}),
     "chronus": frozenset({"job_id", "user", "num_gpu", "submit_time", "duration"}),
     "helios": frozenset({"job_id", "user", "gpu_num", "submit_time"}),
+    "alibaba": frozenset({"name", "num_gpu", "gpu_milli", "creation_time", "deletion_time"}),
 }
 
 # Nodes of the traced clusters: SWF processors are counted one by one; Philly, Helios and Acme

@@ -178,7 +178,13 @@ def _batch_jobs(
         gpus_per_node=gpus,
         cpus_per_node=np.zeros(count, dtype=np.int32),
         mem_per_node=np.full(count, np.nan),
-        partition=Labels(choice.astype(np.int32), tuple(pools)) if count else Labels.constant("", 0),
+        partition=(
+            Labels.constant(workload.partition, count)
+            if workload.partition is not None
+            else Labels(choice.astype(np.int32), tuple(pools))
+            if count
+            else Labels.constant("", 0)
+        ),
         qos=Labels.constant(workload.qos, count),
         kind=Labels.constant(workload.kind, count),
         state=Labels.constant("completed", count),
@@ -289,7 +295,10 @@ def synthesize(loaded: LoadedScenario) -> Workload:
         jobs = jobs.take(np.argsort(jobs.submit_s, kind="stable"))
         jobs = replace(jobs, job_id=np.arange(1, len(jobs) + 1, dtype=np.int64))
     else:
-        jobs = JobTable.build(job_id=[], submit_s=[], duration_s=[], nodes=[])
+        # no batch work (services only): an empty table with the columns synthesised jobs have
+        jobs = replace(
+            JobTable.build(job_id=[], submit_s=[], duration_s=[], nodes=[]), workload=Labels.constant("", 0)
+        )
     return Workload(
         jobs=jobs,
         services=services,

@@ -17,6 +17,11 @@
 
 typedef struct Sim Sim;
 
+typedef struct {
+    double time;
+    int32_t job;
+} GpEvent;
+
 /* One scheduling pass at time `now`. */
 typedef void (*SchedulePass)(Sim *sim, double now);
 
@@ -52,14 +57,34 @@ struct Sim {
     int64_t ranges_len;
     int64_t ranges_cap;
 
-    /* Cluster. */
+    /* Cluster: total_nodes nodes of node_gpus GPUs. A job takes gpn[job] GPUs on each of its nodes:
+     * node_gpus when nodes are allocated whole (OverSubscribe=EXCLUSIVE), fewer with per-GPU
+     * allocation (select/cons_tres), where jobs share nodes. Per level g = 1..node_gpus a two-level
+     * bitmap marks the nodes with at least g free GPUs, and count_ge[g] counts them; the nodes
+     * wholly free are level node_gpus (free_nodes). */
     int32_t total_nodes;
-    int32_t free_nodes;
+    int32_t node_gpus;
+    const int32_t *gpn; /* per job */
+    int whole_nodes;    /* every job takes whole nodes: passes use node counts only */
+    int32_t free_nodes; /* == count_ge[node_gpus] */
     int64_t busy_gpus;
-    uint64_t *free_bits;    /* bit set = node free */
-    uint64_t *free_summary; /* bit w set = free_bits[w] has a free node */
+    int16_t *node_free;     /* free GPUs per node */
+    int32_t *count_ge;      /* [0 .. node_gpus] */
+    uint64_t *level_bits;   /* node_gpus x n_words: bit set = node has >= g free GPUs */
+    uint64_t *level_summary; /* node_gpus x n_summary: bit w set = level word w has a set bit */
     int32_t n_words;
     int32_t n_summary;
+    int32_t *node_scratch; /* nodes found for a job */
+    /* An overlay of free GPUs per node for "what if" plans (shadow times, backfill): a node's
+     * overlay value is valid when its stamp equals the epoch, else it is node_free. */
+    int16_t *ov_free;
+    uint32_t *ov_stamp;
+    uint32_t ov_epoch;
+    int32_t *ov_count; /* count_ge of the overlay */
+    /* per-GPU backfill: the earliest reservation start on each node in this cycle */
+    double *reserved_from;
+    uint32_t *reserved_stamp;
+    uint32_t reserved_epoch;
 
     /* Pending queue: slots [q_first, q_count) in queue order, as parallel arrays, so a backfill
      * scan reads memory in sequence. A started job leaves a hole (q_nodes == GP_GONE); the engine
@@ -72,10 +97,17 @@ struct Sim {
     int32_t q_len;   /* queued jobs */
     int32_t q_holes; /* holes in [q_first, q_count) */
 
-    /* End events: binary heap of running jobs by (actual end, index). */
-    int32_t *end_heap;
+    /* End events: binary heap of (time, job) by time, then job. An entry whose time is no longer
+     * the job's end_time (preemption moved it) is stale and skipped when popped. */
+    GpEvent *end_heap;
     int32_t end_len;
-    double *end_time;
+    int32_t end_cap;
+    double *end_time; /* per job: when its current run ends (its run, or its preemption) */
+    /* Requeued and resumed jobs waiting to re-enter the queue: heap of (time, job). */
+    GpEvent *requeue_heap;
+    int32_t requeue_len;
+    int32_t requeue_cap;
+    int32_t q_cap; /* queue slots allocated (requeued jobs take new slots) */
 
     /* Running jobs by (estimated end, job id): an indexed binary heap, so an end removes its job
      * in O(log R), and gp_walk_* visits jobs in that order without sorting the whole set. */
@@ -122,6 +154,75 @@ struct Sim {
     const int32_t *group_qos;   /* per group */
     const int64_t *qos_max_gpus_per_user, *qos_max_jobs_per_user, *qos_grp_gpus;
     int64_t *group_gpus, *group_jobs, *qos_gpus; /* running now */
+    int8_t *held_reason; /* out per job: the last limit that held it (GP_QOS_*), or GP_OK */
+
+    /* Partitions sharing the pool's nodes (Slurm partitions over one node set). The main scheduler
+     * stops considering a partition at its first job that cannot start. NULL: one partition. */
+    const int32_t *partition; /* per job */
+    int32_t n_partitions;
+    uint8_t *partition_blocked; /* scratch per pass */
+
+    /* Preemption (PreemptType=preempt/partition_prio or preempt/qos), off when preempt_class is
+     * NULL. A job of class a may preempt a running job of class b when can_preempt[a * n + b];
+     * victims are taken in order of victim_key (Slurm's preempt_p_get_prio: tier or QoS priority
+     * << 16 + nodes, smallest first), then youngest first; PreemptMode and GraceTime per class. */
+    const int32_t *preempt_class; /* per job */
+    int32_t n_preempt_classes;
+    const uint8_t *can_preempt;   /* n x n */
+    const uint8_t *preempt_mode;  /* per class: GP_PREEMPT_* of a victim of that class */
+    const double *grace_s;        /* per class: GraceTime */
+    const double *victim_key;     /* per job */
+    const double *checkpoint_s;   /* per job: checkpoint interval, 0: none (restarts from zero) */
+    double requeue_delay_s;       /* a requeued job is eligible again this long after it ends */
+    double *work_left;            /* per job: run time still to do (less after a checkpointed requeue) */
+    double *attempt_start;        /* per job: when its current run started */
+    double *awaits_until;         /* per job: a preemptor waits for its victims' grace until then */
+    uint8_t *vacating;            /* per job: preempted, in its grace time */
+    double *end_out;              /* out per job: when it last ended */
+    int32_t *preemptions;         /* out per job */
+    double *lost_gpu_s;           /* out per job: GPU-seconds of work lost to preemption */
+    int8_t *cancelled;            /* out per job: ended by preemption (PreemptMode=CANCEL) */
+    void *victim_scratch;
+
+    /* Advance reservations (scontrol create reservation): windows [win_start, win_end) on named
+     * nodes, for some accounts' jobs (bit a of win_accounts: account a, < 64) or for none (0:
+     * maintenance). A job may use a
+     * node only if no window it may not use overlaps its run (now .. now + estimate). Windows of a
+     * node are listed by start (CSR: node_win_ids[node_win_offsets[n] .. [n + 1]]) and do not
+     * overlap. Off when n_windows is 0. */
+    int32_t n_windows;
+    const double *win_start, *win_end;
+    const uint64_t *win_accounts;
+    const int32_t *job_account; /* per job; -1: in no reservation */
+    const int64_t *node_win_offsets;
+    const int32_t *node_win_ids;
+    int32_t *node_win_next; /* per node: windows before this one are over */
+    const double *win_bounds; /* every window start and end, sorted: instants to schedule at */
+    int32_t n_bounds, next_bound;
+
+    /* Nodes lent to another side (hybrid lending): at drain_time[k] drain_delta[k] > 0 nodes leave
+     * (idle ones first, highest-numbered first; a busy node takes no new job and, with
+     * drain_requeue, its jobs are requeued drain_grace_s later) or -drain_delta[k] come back (the
+     * last lent first). A node that is off takes no job. Off when n_drains is 0. */
+    int32_t n_drains, next_drain;
+    const double *drain_time;
+    const int32_t *drain_delta;
+    double drain_grace_s;
+    int drain_requeue;
+    uint8_t *node_off;
+    int32_t *lent_stack;
+    int32_t lent_len;
+    GpEvent *evict_heap; /* (time, node): requeue the jobs still on a lent node */
+    int32_t evict_len, evict_cap;
+
+    /* Network topology (topology/block, topology/tree): nodes [k * block_nodes, (k + 1) *
+     * block_nodes) hang off block (leaf switch) k. A multi-node job goes to the block with the
+     * fewest eligible nodes that holds it (best fit), else across the fewest blocks; with
+     * block_require a job of at most block_nodes nodes waits for one block. Off when 0. */
+    int32_t block_nodes;
+    int block_require;
+    int32_t *block_count;         /* scratch per block */
+    int32_t *block_nodes_scratch; /* scratch per node */
 
     int out_of_memory;
     int policy_error; /* a pass started a job that did not fit */
@@ -135,15 +236,43 @@ void gp_priority_insert(Sim *sim, int32_t slot_of_new_job);
 int gp_priority_instant(Sim *sim, double now); /* accrue usage; recalculate when due; -1 on error */
 void gp_priority_started(Sim *sim, int32_t job, int sign);
 
-int gp_sim_init(Sim *sim, int32_t n_jobs, int32_t total_nodes);
+int gp_sim_init(Sim *sim, int32_t n_jobs, int32_t total_nodes, int32_t node_gpus);
+
+/* Nodes for `job` (its nodes x its GPUs per node) now, running until `until`: the lowest-numbered
+ * nodes with that many free GPUs, no advance reservation the job may not use overlapping its run,
+ * and, with `backfill_plan`, no reservation of this backfill cycle starting before `until`. Fills
+ * sim->node_scratch; returns how many were found (at most the job's nodes). */
+int32_t gp_find_nodes(Sim *sim, int32_t job, double until, int backfill_plan);
+/* Is `node` held over [from, until) by a reservation `job` may not use? (for plans ahead of now) */
+int gp_window_blocks_at(const Sim *sim, int32_t node, int32_t job, double from, double until);
+/* Start the job in queue slot `slot` now on the `count` nodes in sim->node_scratch. */
+void gp_start_slot_on(Sim *sim, int32_t slot, double now);
+
+/* The overlay (see Sim): begin a new plan, read a node, and add GPUs to nodes (negative: take). */
+void gp_overlay_begin(Sim *sim);
+static inline int32_t gp_overlay_free(const Sim *sim, int32_t node) {
+    if (sim->ov_stamp[node] == sim->ov_epoch) return sim->ov_free[node];
+    return sim->node_off && sim->node_off[node] ? 0 : sim->node_free[node];
+}
+void gp_overlay_add(Sim *sim, int32_t node, int32_t gpus);
+void gp_overlay_add_job(Sim *sim, int32_t job, int32_t sign); /* its GPUs on its nodes */
+
+/* Does the job in slot `slot` fit now? (holes never fit) */
+static inline int gp_fits_now(Sim *sim, int32_t slot) {
+    int32_t nodes = sim->q_nodes[slot], job = sim->q_job[slot];
+    if (nodes == GP_GONE || sim->count_ge[sim->gpn[job]] < nodes) return 0;
+    if (!sim->n_windows && !(sim->block_require && nodes > 1)) return 1;
+    return gp_find_nodes(sim, job, sim->now + sim->q_estimate[slot], 0) == nodes;
+}
 void gp_sim_free(Sim *sim);
 
 /*
  * Run to the end. At each instant: apply all job ends, then all arrivals, then one `pass`; then
  * record (time, busy GPUs, queued jobs) in the timeline when either changed. Instants are job
  * arrivals, job ends, and the times passes ask for with gp_wake_at(). Returns the number of
- * timeline rows, -1 when memory ran out, -2 when a pass started a job that did not fit, or -3
- * when the fair-share hook raised (its Python exception is set).
+ * timeline rows, -1 when memory ran out, -2 when a pass started a job that did not fit, -3
+ * when the fair-share hook raised (its Python exception is set), or -4 when the timeline capacity
+ * was too small.
  */
 int64_t gp_run(Sim *sim, SchedulePass pass, double *tl_time, int64_t *tl_busy_gpus,
                int32_t *tl_queued, int64_t tl_capacity);
@@ -163,6 +292,13 @@ static inline int32_t gp_queue_first(Sim *sim) {
  * that it fits. */
 void gp_start_slot(Sim *sim, int32_t slot, double now);
 
+enum { GP_PREEMPT_OFF, GP_PREEMPT_CANCEL, GP_PREEMPT_REQUEUE, GP_PREEMPT_SUSPEND };
+
+/* Preempt running jobs so that the job in queue slot `slot` (which does not fit now) can start.
+ * Returns 1 when it fits now (victims with no GraceTime left at once), 0 when it must wait (for
+ * victims' grace time, or because preemptable jobs would not free enough nodes). */
+int gp_try_preempt(Sim *sim, int32_t slot, double now);
+
 /* Why a job may not start now whatever the free nodes (Slurm's pending reasons), or 0. A job held
  * by a limit is skipped by the schedulers: it blocks no one (slurmctld's job_scheduler does so). */
 enum { GP_OK, GP_QOS_MAX_GPUS_PER_USER, GP_QOS_MAX_JOBS_PER_USER, GP_QOS_GRP_GPUS };
@@ -170,12 +306,15 @@ static inline int gp_limit_reason(const Sim *sim, int32_t job) {
     if (!sim->limit_group) return GP_OK;
     int32_t group = sim->limit_group[job], qos = sim->group_qos[group];
     int64_t gpus = sim->gpus[job];
+    int reason = GP_OK;
     if (sim->qos_max_gpus_per_user[qos] >= 0 && sim->group_gpus[group] + gpus > sim->qos_max_gpus_per_user[qos])
-        return GP_QOS_MAX_GPUS_PER_USER;
-    if (sim->qos_max_jobs_per_user[qos] >= 0 && sim->group_jobs[group] + 1 > sim->qos_max_jobs_per_user[qos])
-        return GP_QOS_MAX_JOBS_PER_USER;
-    if (sim->qos_grp_gpus[qos] >= 0 && sim->qos_gpus[qos] + gpus > sim->qos_grp_gpus[qos]) return GP_QOS_GRP_GPUS;
-    return GP_OK;
+        reason = GP_QOS_MAX_GPUS_PER_USER;
+    else if (sim->qos_max_jobs_per_user[qos] >= 0 && sim->group_jobs[group] + 1 > sim->qos_max_jobs_per_user[qos])
+        reason = GP_QOS_MAX_JOBS_PER_USER;
+    else if (sim->qos_grp_gpus[qos] >= 0 && sim->qos_gpus[qos] + gpus > sim->qos_grp_gpus[qos])
+        reason = GP_QOS_GRP_GPUS;
+    if (reason) sim->held_reason[job] = (int8_t)reason; /* the last limit that held it, for jobs.parquet */
+    return reason;
 }
 
 /* Ask for a pass at time `t` (> now) even if no job arrives or ends then. */

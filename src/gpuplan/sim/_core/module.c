@@ -81,19 +81,25 @@ static PyObject *simulate(PyObject *self, PyObject *args) {
     const char *policy_name;
     int total_nodes;
     Py_buffer params = {0};
-    PyObject *priority = Py_None, *limits = Py_None;
-    Py_buffer lim[5] = {{0}};
+    PyObject *priority = Py_None, *limits = Py_None, *partitions = Py_None, *preempt = Py_None;
+    PyObject *reservations = Py_None, *drains = Py_None, *topology = Py_None;
+    Py_buffer res[7] = {{0}}, drain_buf[2] = {{0}};
+    Py_buffer lim[6] = {{0}};
+    Py_buffer part_buf = {0};
+    Py_buffer pre[11] = {{0}};
     int64_t *running = NULL;
     Py_buffer prio_static = {0}, prio_account = {0};
     FairshareHook hook = {0};
-    Arg a[12] = {{.name = "submit"},      {.name = "run"},         {.name = "estimate"},
-                 {.name = "nodes"},       {.name = "gpus"},        {.name = "job_id"},
-                 {.name = "start"},       {.name = "range_first"}, {.name = "range_count"},
-                 {.name = "tl_time"},     {.name = "tl_busy_gpus"}, {.name = "tl_queued"}};
-    if (!PyArg_ParseTuple(args, "siy*y*y*y*y*y*y*w*w*w*w*w*w*|OO", &policy_name, &total_nodes, &params,
-                          &a[0].view, &a[1].view, &a[2].view, &a[3].view, &a[4].view, &a[5].view,
-                          &a[6].view, &a[7].view, &a[8].view, &a[9].view, &a[10].view,
-                          &a[11].view, &priority, &limits))
+    int node_gpus;
+    Arg a[13] = {{.name = "submit"},      {.name = "run"},          {.name = "estimate"},
+                 {.name = "nodes"},       {.name = "gpus"},         {.name = "job_id"},
+                 {.name = "start"},       {.name = "range_first"},  {.name = "range_count"},
+                 {.name = "tl_time"},     {.name = "tl_busy_gpus"}, {.name = "tl_queued"},
+                 {.name = "gpus_per_node"}};
+    if (!PyArg_ParseTuple(args, "siiy*y*y*y*y*y*y*w*w*w*w*w*w*y*|OOOOOOO", &policy_name, &total_nodes, &node_gpus,
+                          &params, &a[0].view, &a[1].view, &a[2].view, &a[3].view, &a[4].view, &a[5].view,
+                          &a[6].view, &a[7].view, &a[8].view, &a[9].view, &a[10].view, &a[11].view, &a[12].view,
+                          &priority, &limits, &partitions, &preempt, &reservations, &drains, &topology))
         return NULL;
     PyObject *result = NULL;
     Sim sim;
@@ -107,16 +113,18 @@ static PyObject *simulate(PyObject *self, PyObject *args) {
         PyErr_Format(PyExc_ValueError, "unknown compiled policy %s", policy_name);
         goto done;
     }
-    if (total_nodes < 1 || n > INT32_MAX - 1) {
-        PyErr_SetString(PyExc_ValueError, "need total_nodes >= 1 and fewer than 2**31 jobs");
+    if (total_nodes < 1 || node_gpus < 1 || node_gpus > 4096 || n > INT32_MAX - 1 ||
+        (int64_t)total_nodes * node_gpus > INT32_MAX / 2) {
+        PyErr_SetString(PyExc_ValueError,
+                        "need total_nodes >= 1, 1..4096 GPUs per node, fewer than 2**30 GPUs and 2**31 jobs");
         goto done;
     }
-    const Py_ssize_t sizes[12] = {8, 8, 8, 4, 4, 8, 8, 8, 4};
-    for (int k = 0; k < 9; k++)
-        if (check_len(&a[k], n, sizes[k]) < 0) goto done;
+    const Py_ssize_t sizes[13] = {8, 8, 8, 4, 4, 8, 8, 8, 4, 0, 0, 0, 4};
+    for (int k = 0; k < 13; k++)
+        if (sizes[k] && check_len(&a[k], n, sizes[k]) < 0) goto done;
     if (check_len(&a[10], tl_cap, 8) < 0 || check_len(&a[11], tl_cap, 4) < 0) goto done;
 
-    if (gp_sim_init(&sim, (int32_t)n, total_nodes) < 0) {
+    if (gp_sim_init(&sim, (int32_t)n, total_nodes, node_gpus) < 0) {
         gp_sim_free(&sim);
         PyErr_NoMemory();
         goto done;
@@ -131,6 +139,15 @@ static PyObject *simulate(PyObject *self, PyObject *args) {
     sim.start = a[6].view.buf;
     sim.range_first = a[7].view.buf;
     sim.range_count = a[8].view.buf;
+    sim.gpn = a[12].view.buf;
+    sim.whole_nodes = 1;
+    for (Py_ssize_t j = 0; j < n; j++) {
+        if (sim.gpn[j] < 1 || sim.gpn[j] > node_gpus) {
+            PyErr_Format(PyExc_ValueError, "job index %zd: gpus_per_node must be in 1..%d", j, node_gpus);
+            goto done;
+        }
+        if (sim.gpn[j] != node_gpus) sim.whole_nodes = 0;
+    }
     if (params.len > (Py_ssize_t)sizeof(sim.params) || params.len % (Py_ssize_t)sizeof(double)) {
         PyErr_SetString(PyExc_ValueError, "params: at most 8 float64 values");
         goto done;
@@ -168,10 +185,13 @@ static PyObject *simulate(PyObject *self, PyObject *args) {
     }
 
     if (limits != Py_None) {
-        if (!PyArg_ParseTuple(limits, "y*y*y*y*y*", &lim[0], &lim[1], &lim[2], &lim[3], &lim[4])) goto done;
+        if (!PyArg_ParseTuple(limits, "y*y*y*y*y*w*", &lim[0], &lim[1], &lim[2], &lim[3], &lim[4], &lim[5]))
+            goto done;
         Py_ssize_t groups = lim[1].len / 4, qos = lim[2].len / 8;
-        if (lim[0].len != n * 4 || lim[3].len != qos * 8 || lim[4].len != qos * 8 || qos < 1) {
-            PyErr_SetString(PyExc_ValueError, "limits: group per job (int32), QoS per group, three int64 per QoS");
+        if (lim[0].len != n * 4 || lim[3].len != qos * 8 || lim[4].len != qos * 8 || qos < 1 || lim[5].len != n) {
+            PyErr_SetString(PyExc_ValueError,
+                            "limits: group per job (int32), QoS per group, three int64 per QoS, then the "
+                            "held reason per job (int8, out)");
             goto done;
         }
         const int32_t *group = lim[0].buf, *group_qos = lim[1].buf;
@@ -198,6 +218,151 @@ static PyObject *simulate(PyObject *self, PyObject *args) {
         sim.group_gpus = running;
         sim.group_jobs = running + groups;
         sim.qos_gpus = running + 2 * groups;
+        sim.held_reason = lim[5].buf;
+        memset(sim.held_reason, 0, (size_t)n);
+    }
+
+    if (partitions != Py_None) {
+        int n_partitions;
+        if (!PyArg_ParseTuple(partitions, "y*i", &part_buf, &n_partitions)) goto done;
+        const int32_t *part = part_buf.buf;
+        if (part_buf.len != n * 4 || n_partitions < 1) {
+            PyErr_SetString(PyExc_ValueError, "partitions: one int32 per job and at least one partition");
+            goto done;
+        }
+        for (Py_ssize_t j = 0; j < n; j++)
+            if (part[j] < 0 || part[j] >= n_partitions) {
+                PyErr_Format(PyExc_ValueError, "partitions: job index %zd has no partition", j);
+                goto done;
+            }
+        sim.partition = part;
+        sim.n_partitions = n_partitions;
+        sim.partition_blocked = PyMem_RawCalloc((size_t)n_partitions, 1);
+        if (!sim.partition_blocked) {
+            PyErr_NoMemory();
+            goto done;
+        }
+    }
+
+    if (preempt != Py_None) {
+        int n_classes;
+        if (!PyArg_ParseTuple(preempt, "y*iy*y*y*y*y*dw*w*w*w*", &pre[0], &n_classes, &pre[1], &pre[2], &pre[3],
+                              &pre[4], &pre[5], &sim.requeue_delay_s, &pre[6], &pre[7], &pre[8], &pre[9]))
+            goto done;
+        Py_ssize_t c = n_classes;
+        if (n_classes < 1 || pre[0].len != n * 4 || pre[1].len != c * c || pre[2].len != c ||
+            pre[3].len != c * 8 || pre[4].len != n * 8 || pre[5].len != n * 8 || pre[6].len != n * 8 ||
+            pre[7].len != n * 4 || pre[8].len != n * 8 || pre[9].len != n) {
+            PyErr_SetString(PyExc_ValueError,
+                            "preempt: class (int32) per job, n x n can_preempt and mode (uint8), grace "
+                            "(float64) per class, victim key and checkpoint (float64) per job, delay, "
+                            "then out arrays end, preemptions, lost, cancelled");
+            goto done;
+        }
+        const int32_t *cls = pre[0].buf;
+        for (Py_ssize_t j = 0; j < n; j++)
+            if (cls[j] < 0 || cls[j] >= n_classes) {
+                PyErr_Format(PyExc_ValueError, "preempt: job index %zd has no class", j);
+                goto done;
+            }
+        sim.preempt_class = cls;
+        sim.n_preempt_classes = n_classes;
+        sim.can_preempt = pre[1].buf;
+        sim.preempt_mode = pre[2].buf;
+        sim.grace_s = pre[3].buf;
+        sim.victim_key = pre[4].buf;
+        sim.checkpoint_s = pre[5].buf;
+        sim.end_out = pre[6].buf;
+        sim.preemptions = pre[7].buf;
+        sim.lost_gpu_s = pre[8].buf;
+        sim.cancelled = pre[9].buf;
+        sim.work_left = PyMem_RawMalloc((size_t)(n ? n : 1) * sizeof(double));
+        sim.attempt_start = PyMem_RawCalloc((size_t)(n ? n : 1), sizeof(double));
+        sim.awaits_until = PyMem_RawCalloc((size_t)(n ? n : 1), sizeof(double));
+        sim.vacating = PyMem_RawCalloc((size_t)(n ? n : 1), 1);
+        sim.victim_scratch = PyMem_RawCalloc((size_t)total_nodes * (size_t)node_gpus,
+                                             2 * sizeof(double) + 2 * sizeof(int64_t));
+        if (!sim.work_left || !sim.attempt_start || !sim.awaits_until || !sim.vacating || !sim.victim_scratch) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        memcpy(sim.work_left, sim.run, (size_t)n * sizeof(double));
+        memset(sim.preemptions, 0, (size_t)n * 4);
+        memset(sim.lost_gpu_s, 0, (size_t)n * 8);
+        memset(sim.cancelled, 0, (size_t)n);
+    }
+
+    if (reservations != Py_None) {
+        if (!PyArg_ParseTuple(reservations, "y*y*y*y*y*y*y*", &res[0], &res[1], &res[2], &res[3], &res[4],
+                              &res[5], &res[6]))
+            goto done;
+        Py_ssize_t windows = res[0].len / 8, listed = res[5].len / 4;
+        const int64_t *offsets = res[4].buf;
+        int ok = res[1].len == windows * 8 && res[2].len == windows * 8 && res[3].len == n * 4 &&
+                 res[4].len == ((Py_ssize_t)total_nodes + 1) * 8 && res[6].len % 8 == 0 && offsets[0] == 0 &&
+                 offsets[total_nodes] == listed;
+        for (int32_t node = 0; ok && node < total_nodes; node++) ok = offsets[node] <= offsets[node + 1];
+        const int32_t *ids = res[5].buf;
+        for (Py_ssize_t k = 0; ok && k < listed; k++) ok = ids[k] >= 0 && ids[k] < windows;
+        if (!ok) {
+            PyErr_SetString(PyExc_ValueError,
+                            "reservations: start, end (float64) and account mask (uint64) per window, account per "
+                            "job, node offsets (int64, nodes + 1), window ids (int32), bounds (float64)");
+            goto done;
+        }
+        sim.n_windows = (int32_t)windows;
+        sim.win_start = res[0].buf;
+        sim.win_end = res[1].buf;
+        sim.win_accounts = res[2].buf;
+        sim.job_account = res[3].buf;
+        sim.node_win_offsets = offsets;
+        sim.node_win_ids = ids;
+        sim.win_bounds = res[6].buf;
+        sim.n_bounds = (int32_t)(res[6].len / 8);
+        sim.node_win_next = PyMem_RawCalloc((size_t)total_nodes, sizeof(int32_t));
+        if (!sim.node_win_next) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        if (windows) sim.whole_nodes = 0; /* nodes are no longer interchangeable */
+    }
+
+    if (drains != Py_None) {
+        if (!PyArg_ParseTuple(drains, "y*y*dp", &drain_buf[0], &drain_buf[1], &sim.drain_grace_s,
+                              &sim.drain_requeue))
+            goto done;
+        Py_ssize_t count = drain_buf[0].len / 8;
+        if (drain_buf[1].len != count * 4 || (count && !sim.preempt_class)) {
+            PyErr_SetString(PyExc_ValueError,
+                            "drains: time (float64) and node delta (int32) per event, with preemption state");
+            goto done;
+        }
+        sim.n_drains = (int32_t)count;
+        sim.drain_time = drain_buf[0].buf;
+        sim.drain_delta = drain_buf[1].buf;
+        sim.node_off = PyMem_RawCalloc((size_t)total_nodes, 1);
+        sim.lent_stack = PyMem_RawCalloc((size_t)total_nodes, sizeof(int32_t));
+        if (!sim.node_off || !sim.lent_stack) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        if (count) sim.whole_nodes = 0; /* nodes are no longer interchangeable */
+    }
+
+    if (topology != Py_None) {
+        if (!PyArg_ParseTuple(topology, "ip", &sim.block_nodes, &sim.block_require)) goto done;
+        if (sim.block_nodes < 1) {
+            PyErr_SetString(PyExc_ValueError, "topology: at least one node per block");
+            goto done;
+        }
+        int32_t blocks = (total_nodes + sim.block_nodes - 1) / sim.block_nodes;
+        sim.block_count = PyMem_RawCalloc(2 * (size_t)blocks, sizeof(int32_t)); /* counts, then an order */
+        sim.block_nodes_scratch = PyMem_RawCalloc((size_t)total_nodes, sizeof(int32_t));
+        if (!sim.block_count || !sim.block_nodes_scratch) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        if (sim.block_require) sim.whole_nodes = 0; /* a fit depends on which nodes are free */
     }
 
     int64_t rows;
@@ -205,6 +370,10 @@ static PyObject *simulate(PyObject *self, PyObject *args) {
     rows = gp_run(&sim, policy->pass, a[9].view.buf, a[10].view.buf, a[11].view.buf, tl_cap);
     Py_END_ALLOW_THREADS
     if (rows == -3) goto done; /* the hook's exception is set */
+    if (rows == -4) {
+        PyErr_SetString(PyExc_RuntimeError, "timeline capacity too small");
+        goto done;
+    }
     if (rows == -2) {
         PyErr_Format(PyExc_RuntimeError, "policy %s started a job that did not fit", policy_name);
         goto done;
@@ -222,10 +391,17 @@ done:
     if (params.obj) PyBuffer_Release(&params);
     if (prio_static.obj) PyBuffer_Release(&prio_static);
     PyMem_RawFree(running);
-    for (int k = 0; k < 5; k++)
+    for (int k = 0; k < 6; k++)
         if (lim[k].obj) PyBuffer_Release(&lim[k]);
     if (prio_account.obj) PyBuffer_Release(&prio_account);
-    for (int k = 0; k < 12; k++)
+    if (part_buf.obj) PyBuffer_Release(&part_buf);
+    for (int k = 0; k < 7; k++)
+        if (res[k].obj) PyBuffer_Release(&res[k]);
+    for (int k = 0; k < 2; k++)
+        if (drain_buf[k].obj) PyBuffer_Release(&drain_buf[k]);
+    for (int k = 0; k < 11; k++)
+        if (pre[k].obj) PyBuffer_Release(&pre[k]);
+    for (int k = 0; k < 13; k++)
         if (a[k].view.obj) PyBuffer_Release(&a[k].view);
     return result;
 }

@@ -25,10 +25,25 @@
 
 #include "engine.h"
 
+/*
+ * The main scheduler: jobs in queue order start while they fit. A job that does not fit may preempt
+ * (when preemption is on); otherwise it blocks its partition: later jobs of that partition are not
+ * considered in this pass, while other partitions' jobs still are (slurmctld's job_scheduler keeps
+ * a list of failed partitions). With one partition the first job that does not fit ends the pass.
+ */
 static void fifo_pass(Sim *sim, double now) {
+    int32_t open_partitions = sim->n_partitions > 1 ? sim->n_partitions : 1;
+    if (sim->n_partitions > 1) memset(sim->partition_blocked, 0, (size_t)sim->n_partitions);
     for (int32_t slot = gp_queue_first(sim); slot < sim->q_count; slot++) {
         if (sim->q_nodes[slot] == GP_GONE || gp_limit_reason(sim, sim->q_job[slot])) continue;
-        if (sim->q_nodes[slot] > sim->free_nodes) break; /* the first that does not fit blocks the rest */
+        int32_t job = sim->q_job[slot];
+        int32_t partition = sim->n_partitions > 1 ? sim->partition[job] : 0;
+        if (sim->n_partitions > 1 && sim->partition_blocked[partition]) continue;
+        if (!gp_fits_now(sim, slot) && !(sim->preempt_class && gp_try_preempt(sim, slot, now))) {
+            if (--open_partitions == 0) break;
+            sim->partition_blocked[partition] = 1;
+            continue;
+        }
         gp_start_slot(sim, slot, now);
     }
 }
@@ -41,10 +56,16 @@ static int32_t blocked_head(Sim *sim) {
     return slot;
 }
 
+static void easy_pass_per_gpu(Sim *sim, double now, int32_t head);
+
 static void easy_pass(Sim *sim, double now) {
     fifo_pass(sim, now);
     int32_t head = blocked_head(sim);
-    if (head == sim->q_count || sim->free_nodes == 0) return;
+    if (head == sim->q_count || sim->count_ge[1] == 0) return;
+    if (!sim->whole_nodes) {
+        easy_pass_per_gpu(sim, now, head);
+        return;
+    }
 
     int32_t need = sim->q_nodes[head];
     int32_t free_then = sim->free_nodes;
@@ -72,6 +93,62 @@ static void easy_pass(Sim *sim, double now) {
             continue;
         }
         free_now = sim->free_nodes;
+    }
+}
+
+/*
+ * EASY with per-GPU allocation or reservations: the same rule, with nodes no longer
+ * interchangeable. The shadow time is the earliest of the running jobs' estimated ends and the
+ * reservations' ends at which the head would fit, releasing running jobs in order of estimated
+ * end on an overlay of free GPUs per node. A job that fits now and ends by the shadow time starts;
+ * one that ends later starts only if, after taking its nodes from the overlay, the head still fits
+ * at the shadow time. With whole nodes and no reservation this is the node-count rule above.
+ */
+static int head_fits_at(Sim *sim, int32_t head_job, double estimate, double at) {
+    int32_t need = sim->nodes[head_job], gpus = sim->gpn[head_job];
+    if (!sim->n_windows) return sim->ov_count[gpus] >= need;
+    int32_t found = 0;
+    for (int32_t node = 0; node < sim->total_nodes && found < need; node++)
+        if (gp_overlay_free(sim, node) >= gpus && !gp_window_blocks_at(sim, node, head_job, at, at + estimate))
+            found++;
+    return found >= need;
+}
+
+static void easy_pass_per_gpu(Sim *sim, double now, int32_t head) {
+    int32_t head_job = sim->q_job[head];
+    double head_estimate = sim->q_estimate[head];
+    double shadow = now;
+    gp_overlay_begin(sim);
+    gp_walk_begin(sim);
+    int32_t running = gp_walk_next(sim), bound = sim->next_bound;
+    while (!head_fits_at(sim, head_job, head_estimate, shadow)) {
+        double running_end = running >= 0 ? sim->est_end[running] : INFINITY;
+        while (bound < sim->n_bounds && sim->win_bounds[bound] <= shadow) bound++;
+        double bound_time = bound < sim->n_bounds ? sim->win_bounds[bound] : INFINITY;
+        if (running_end == INFINITY && bound_time == INFINITY) {
+            shadow = INFINITY; /* cannot tell when: no reservation to protect */
+            break;
+        }
+        if (running_end <= bound_time) {
+            gp_overlay_add_job(sim, running, +1);
+            running = gp_walk_next(sim);
+            if (running_end > shadow) shadow = running_end;
+        } else {
+            shadow = bound_time;
+        }
+    }
+    for (int32_t slot = head + 1; slot < sim->q_count && sim->count_ge[1] > 0; slot++) {
+        if (!gp_fits_now(sim, slot) || gp_limit_reason(sim, sim->q_job[slot])) continue;
+        int32_t job = sim->q_job[slot], nodes = sim->q_nodes[slot], gpus = sim->gpn[job];
+        gp_find_nodes(sim, job, now + sim->q_estimate[slot], 0);
+        if (now + sim->q_estimate[slot] > shadow) { /* still running at the shadow time */
+            for (int32_t k = 0; k < nodes; k++) gp_overlay_add(sim, sim->node_scratch[k], -gpus);
+            if (!head_fits_at(sim, head_job, head_estimate, shadow)) {
+                for (int32_t k = 0; k < nodes; k++) gp_overlay_add(sim, sim->node_scratch[k], +gpus);
+                continue;
+            }
+        }
+        gp_start_slot_on(sim, slot, now);
     }
 }
 
@@ -122,7 +199,13 @@ static double profile_earliest(const Sim *sim, int32_t nodes, double duration, d
     return INFINITY;
 }
 
+static void slurm_backfill_cycle_per_gpu(Sim *sim, double now);
+
 static void slurm_backfill_cycle(Sim *sim, double now) {
+    if (!sim->whole_nodes) {
+        slurm_backfill_cycle_per_gpu(sim, now);
+        return;
+    }
     double resolution = sim->params[BF_RESOLUTION] > 0 ? sim->params[BF_RESOLUTION] : 1;
     double latest = now + sim->params[BF_WINDOW];
     int64_t max_test = (int64_t)sim->params[BF_MAX_JOB_TEST];
@@ -160,6 +243,63 @@ static void slurm_backfill_cycle(Sim *sim, double now) {
         if (start == INFINITY) continue; /* beyond bf_window: no reservation */
         profile_reserve(sim, start, end, nodes);
         if (start == now) gp_start_slot(sim, slot, now);
+    }
+}
+
+/*
+ * The backfill cycle with per-GPU allocation. Slurm's plan (node_space) holds node bitmaps: a
+ * reservation takes its nodes out of the plan for its window. Here each node remembers the
+ * earliest reservation start on it in this cycle; a job may start now on a node only if it ends
+ * by then (touching is allowed). A job that cannot start now reserves at the earliest time its
+ * nodes would have the GPUs, releasing running jobs by time limit (rounded up to bf_resolution)
+ * on an overlay of free GPUs, if that is within bf_window; its nodes are then the lowest-numbered
+ * with enough GPUs at that time. Unlike Slurm's plan, a node stays reserved from that start on
+ * (a later job cannot use it after the reservation ends), and a reservation does not avoid nodes
+ * other reservations hold.
+ */
+static void slurm_backfill_cycle_per_gpu(Sim *sim, double now) {
+    double resolution = sim->params[BF_RESOLUTION] > 0 ? sim->params[BF_RESOLUTION] : 1;
+    double latest = now + sim->params[BF_WINDOW];
+    int64_t max_test = (int64_t)sim->params[BF_MAX_JOB_TEST];
+    if (++sim->reserved_epoch == 0) {
+        memset(sim->reserved_stamp, 0, (size_t)sim->total_nodes * sizeof(uint32_t));
+        sim->reserved_epoch = 1;
+    }
+    int64_t tested = 0;
+    for (int32_t slot = gp_queue_first(sim); slot < sim->q_count && tested < max_test && sim->count_ge[1] > 0;
+         slot++) {
+        int32_t nodes = sim->q_nodes[slot];
+        if (nodes == GP_GONE || gp_limit_reason(sim, sim->q_job[slot])) continue;
+        tested++;
+        int32_t job = sim->q_job[slot], gpus = sim->gpn[job];
+        double duration = sim->q_estimate[slot] > 1 ? sim->q_estimate[slot] : 1;
+        double end = ceil((now + duration) / resolution) * resolution;
+        if (sim->count_ge[gpus] >= nodes && gp_find_nodes(sim, job, end, 1) == nodes) {
+            gp_start_slot_on(sim, slot, now);
+            continue;
+        }
+        /* the earliest start from the running jobs' limits */
+        double start = INFINITY;
+        gp_overlay_begin(sim);
+        gp_walk_begin(sim);
+        for (int32_t running; (running = gp_walk_next(sim)) >= 0;) {
+            gp_overlay_add_job(sim, running, +1);
+            if (sim->ov_count[gpus] >= nodes) {
+                start = ceil(sim->est_end[running] / resolution) * resolution;
+                if (start <= now) start = (floor(now / resolution) + 1) * resolution;
+                break;
+            }
+        }
+        if (start >= latest) continue; /* beyond bf_window (or never): no reservation */
+        int32_t found = 0;
+        for (int32_t node = 0; node < sim->total_nodes && found < nodes; node++) {
+            if (gp_overlay_free(sim, node) < gpus) continue;
+            found++;
+            if (sim->reserved_stamp[node] != sim->reserved_epoch || sim->reserved_from[node] > start) {
+                sim->reserved_from[node] = start;
+                sim->reserved_stamp[node] = sim->reserved_epoch;
+            }
+        }
     }
 }
 

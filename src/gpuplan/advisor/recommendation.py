@@ -1,0 +1,92 @@
+"""``recommendation.json``: the chosen model, a score per model and, per criterion, its weight, the
+evidence and the contribution, so that a reader can redo every sum by hand."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+EvidenceValue = float | str | None
+Decision = Literal["clear", "close_call", "tie", "no_model_meets_targets", "single_model"]
+
+
+class _Record(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class CriterionScore(_Record):
+    """One criterion for one model: contribution = weight x strength x affinity."""
+
+    id: str
+    title: str
+    group: str
+    dimension: str
+    source: Literal["organisation", "workload", "outcome"]
+    field: str
+    evidence: EvidenceValue  # the answer or figure as read (None: no evidence)
+    unit: str | None
+    strength: float | None  # 0..1 after the scale or ramp and the relevance (None: no evidence)
+    relevance: float | None  # the relevance factor already inside strength (None: none applies)
+    weight: float
+    affinity: float
+    contribution: float
+    note: str = ""
+
+
+class TargetCheck(_Record):
+    """A scenario target as a hard constraint: met, missed, or unknown (the model lacks the figure)."""
+
+    target: str
+    title: str
+    required: float
+    must_be: Literal["at_most", "at_least"]
+    actual: float | None
+    unit: str
+    status: Literal["met", "missed", "unknown"]
+
+
+class ModelScore(_Record):
+    model: str
+    family: str
+    score: float
+    static_score: float  # organisation and workload criteria: the same for every model of a family
+    outcome_score: float  # simulated outcomes: this model's own
+    eligible: bool  # no target missed
+    targets: list[TargetCheck]
+    criteria: list[CriterionScore]
+    plan: dict[str, Any] | None = None  # for hybrid: the split and lending policy the summary carries
+
+
+class FamilyEstimate(_Record):
+    """A family the summary holds no simulation of, scored on organisation and workload evidence only."""
+
+    family: str
+    static_score: float
+
+
+class Tip(_Record):
+    """A single change that would change the choice."""
+
+    kind: Literal["organisation", "weight", "target"]
+    change: str  # e.g. "organisation.kubernetes_skills: low -> high"
+    new_choice: str
+    detail: str = ""
+
+
+class Recommendation(_Record):
+    gpuplan_version: str
+    criteria_version: int
+    scenario: str | None
+    chosen: str | None  # a key of summary.json's models; None when no model was scored
+    chosen_family: str | None
+    decision: Decision
+    runner_up: str | None
+    margin: float | None  # chosen score minus runner-up score
+    scores: dict[str, float]
+    reasons: list[str]
+    models: list[ModelScore]
+    not_simulated: list[FamilyEstimate]
+    tips: list[Tip]
+    evidence: dict[str, Any]  # organisation answers, targets and the workload figures the criteria read
+    notes: list[str]

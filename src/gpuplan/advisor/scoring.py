@@ -1,0 +1,456 @@
+"""Scoring every simulated model against the criteria, checking targets, and choosing.
+
+The recipe, for each model in the summary (one today; slurm, kubernetes, hybrid and variants later):
+  1. tell its family from its name (criteria.yaml ``families``);
+  2. per criterion: read the evidence, map it to a strength 0..1, multiply by the weight and the
+     family's affinity -> contribution; the score is their sum;
+  3. check the scenario's targets as hard constraints: a model that misses one is not eligible;
+  4. choose the highest-scoring eligible model (ties broken by name, and reported as ties);
+  5. explain: the criteria that separate the winner from the runner-up, and the single changes (an
+     organisation answer, a target, a weight) that would change the choice.
+Every number in the output is one a reader can recompute from recommendation.json alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any
+
+from gpuplan import __version__
+from gpuplan.advisor import format as fmt
+from gpuplan.advisor.criteria import (
+    Criteria,
+    Criterion,
+    OrganisationEvidence,
+    OutcomeEvidence,
+    Ramp,
+    WorkloadEvidence,
+    load_criteria,
+)
+from gpuplan.advisor.evidence import Evidence, lookup
+from gpuplan.advisor.recommendation import (
+    CriterionScore,
+    Decision,
+    FamilyEstimate,
+    ModelScore,
+    Recommendation,
+    TargetCheck,
+    Tip,
+)
+from gpuplan.errors import InputError
+
+# Without a target, "lower is better" figures are compared with the best model as
+# (best + floor) / (value + floor): a 20 s against a 0 s p95 wait is no real difference.
+FLOORS = {"seconds": 300.0, "usd": 1.0, "share": 0.01, "ratio": 0.01, "count": 1.0}
+TIE = 1e-9
+PLAN_KEYS = ("split", "lending", "routing")
+REASONS = 3
+
+
+def _ramp(value: float, low: float, high: float) -> float:
+    if high == low:
+        return 1.0 if value >= high else 0.0
+    return min(1.0, max(0.0, (value - low) / (high - low)))
+
+
+def _relevance(ramp: Ramp | None, workload: Mapping[str, Any] | None) -> tuple[float | None, str]:
+    if ramp is None:
+        return None, ""
+    figure = lookup(workload, ramp.field)
+    if figure is None:
+        return 1.0, f"relevance figure {ramp.field} unknown: counted in full"
+    return _ramp(figure, *ramp.ramp), ""
+
+
+def _quality(
+    evidence: OutcomeEvidence, value: float, target: float | None, peers: list[float]
+) -> tuple[float, str]:
+    """How well a model does on an outcome, 0..1: against the target when there is one, else the best."""
+    lower = evidence.better == "lower"
+    if target is not None:
+        if lower:
+            return (1.0 if value <= 0 else min(1.0, target / value)), "target / value"
+        return (min(1.0, max(0.0, value / target)) if target > 0 else 1.0), "value / target"
+    if lower:
+        floor = FLOORS[evidence.unit]
+        best = min(peers)
+        shown = fmt.value(floor, evidence.unit)
+        return min(
+            1.0, (max(best, 0.0) + floor) / (max(value, 0.0) + floor)
+        ), f"no target: (best + {shown}) / (value + {shown})"
+    if evidence.unit == "share":
+        return min(1.0, max(0.0, value)), "no target: the share itself"
+    best = max(peers)
+    return (1.0 if best <= 0 else max(0.0, value / best)), "no target: value / best"
+
+
+def _criterion(criterion: Criterion, family: str, model: str, evidence: Evidence) -> CriterionScore:
+    spec = criterion.evidence
+    affinity = criterion.favours.get(family, 0.0)
+    unit: str | None = None
+    raw: float | str | None
+    strength: float | None = None
+    note = ""
+    if isinstance(spec, OrganisationEvidence):
+        raw = evidence.organisation.get(spec.field)
+        if raw is None:
+            note = "not answered in the scenario's organisation section"
+        elif raw not in spec.scale:
+            note = f"answer {raw!r} is not on the criterion's scale"
+        else:
+            strength = spec.scale[raw]
+    elif isinstance(spec, WorkloadEvidence):
+        unit = spec.unit
+        raw = lookup(evidence.workload, spec.field)
+        if raw is None:
+            note = "workload figure unavailable" if evidence.workload is not None else "no workload figures"
+        else:
+            strength = _ramp(raw, *spec.ramp)
+    else:
+        unit = spec.unit
+        raw = lookup(evidence.outcomes[model], spec.field, spec.aggregate)
+        target = evidence.targets.get(spec.target) if spec.target else None
+        if raw is None:
+            note = f"no {spec.field} in this model's summary" + (
+                " (no pool price)" if "cost" in spec.field else ""
+            )
+        else:
+            peers = [
+                v
+                for v in (lookup(o, spec.field, spec.aggregate) for o in evidence.outcomes.values())
+                if v is not None
+            ]
+            strength, note = _quality(spec, raw, target, peers)
+    relevance, relevance_note = _relevance(spec.relevance, evidence.workload)
+    if strength is not None and relevance is not None:
+        strength *= relevance
+    note = "; ".join(n for n in (note, relevance_note) if n)
+    contribution = 0.0 if strength is None else criterion.weight * strength * affinity
+    return CriterionScore(
+        id=criterion.id,
+        title=criterion.title,
+        group=criterion.group,
+        dimension=criterion.dimension,
+        source=spec.source,
+        field=spec.field,
+        evidence=raw,
+        unit=unit,
+        strength=strength,
+        relevance=relevance,
+        weight=criterion.weight,
+        affinity=affinity,
+        contribution=contribution,
+        note=note,
+    )
+
+
+def _targets(
+    criteria: Criteria, outcome: Mapping[str, Any], targets: Mapping[str, float | None]
+) -> list[TargetCheck]:
+    checks = []
+    for rule in criteria.targets:
+        required = targets.get(rule.target)
+        if required is None:
+            continue
+        actual = lookup(outcome, rule.figure, rule.aggregate)
+        if actual is None:
+            status = "unknown"
+        elif rule.must_be == "at_most":
+            status = "met" if actual <= required else "missed"
+        else:
+            status = "met" if actual >= required else "missed"
+        checks.append(
+            TargetCheck(
+                target=rule.target,
+                title=rule.title,
+                required=required,
+                must_be=rule.must_be,
+                actual=actual,
+                unit=rule.unit,
+                status=status,
+            )
+        )
+    return checks
+
+
+def _plan(outcome: Mapping[str, Any]) -> dict[str, Any] | None:
+    settings = outcome.get("settings")
+    places = [outcome, settings if isinstance(settings, Mapping) else {}]
+    plan = {key: place[key] for key in PLAN_KEYS for place in reversed(places) if key in place}
+    return plan or None
+
+
+def _family(criteria: Criteria, model: str, outcome: Mapping[str, Any], source: str) -> str:
+    family = criteria.family_of(model, outcome.get("family"))
+    if family is None:
+        patterns = ", ".join(p for spec in criteria.families.values() for p in spec.names)
+        raise InputError(
+            f"cannot tell which operating model {model!r} is: name it after one of {patterns}, "
+            "or give it a 'family' field",
+            path=source,
+            field=f"models.{model}",
+        )
+    return family
+
+
+def score_models(evidence: Evidence, criteria: Criteria) -> list[ModelScore]:
+    """Steps 1-3 for every model of the evidence, in the summary's order."""
+    scores = []
+    for model, outcome in evidence.outcomes.items():
+        family = _family(criteria, model, outcome, evidence.source)
+        rows = [_criterion(c, family, model, evidence) for c in criteria.criteria]
+        static = sum(r.contribution for r in rows if r.source != "outcome")
+        simulated = sum(r.contribution for r in rows if r.source == "outcome")
+        checks = _targets(criteria, outcome, evidence.targets)
+        scores.append(
+            ModelScore(
+                model=model,
+                family=family,
+                score=static + simulated,
+                static_score=static,
+                outcome_score=simulated,
+                eligible=all(c.status != "missed" for c in checks),
+                targets=checks,
+                criteria=rows,
+                plan=_plan(outcome) if family == "hybrid" else None,
+            )
+        )
+    return scores
+
+
+def _ranked(models: list[ModelScore]) -> list[ModelScore]:
+    return sorted(models, key=lambda m: (-m.score, m.model))
+
+
+def _choose(models: list[ModelScore], close_call: float) -> tuple[ModelScore, ModelScore | None, Decision]:
+    """Step 4: the winner, the runner-up and the kind of decision."""
+    eligible = [m for m in models if m.eligible]
+    ranked = _ranked(eligible or models)
+    winner, runner_up = ranked[0], (ranked[1] if len(ranked) > 1 else None)
+    if not eligible:
+        return winner, runner_up, "no_model_meets_targets"
+    if len(models) == 1:
+        return winner, None, "single_model"
+    if runner_up is None:
+        return winner, None, "clear"
+    margin = winner.score - runner_up.score
+    if margin <= TIE:
+        return winner, runner_up, "tie"
+    if margin < close_call * max(abs(winner.score), TIE):
+        return winner, runner_up, "close_call"
+    return winner, runner_up, "clear"
+
+
+def _reasons(winner: ModelScore, runner_up: ModelScore | None, models: list[ModelScore]) -> list[str]:
+    reasons = []
+    for model in models:
+        for check in model.targets:
+            if check.status == "missed":
+                side = "above" if check.must_be == "at_most" else "below"
+                reasons.append(
+                    f"{model.model} misses the {check.title} target: {fmt.value(check.actual, check.unit)} "
+                    f"is {side} {fmt.value(check.required, check.unit)}"
+                )
+    rival = {r.id: r for r in runner_up.criteria} if runner_up is not None else {}
+    gaps = sorted(
+        (
+            (row.contribution - (rival[row.id].contribution if row.id in rival else 0.0), row)
+            for row in winner.criteria
+        ),
+        key=lambda pair: (-pair[0], pair[1].id),
+    )
+    for gap, row in gaps[:REASONS]:
+        if gap <= TIE:
+            break
+        evidence = fmt.value(row.evidence, row.unit)
+        versus = (
+            f" vs {rival[row.id].contribution:+.2f} for {runner_up.model}" if runner_up is not None else ""
+        )
+        reasons.append(
+            f"{row.title} ({row.field} = {evidence}): {row.contribution:+.2f} for {winner.model}{versus}"
+        )
+    return reasons
+
+
+def _decide(
+    evidence: Evidence, criteria: Criteria
+) -> tuple[list[ModelScore], ModelScore, ModelScore | None, Decision]:
+    models = score_models(evidence, criteria)
+    winner, runner_up, decision = _choose(models, criteria.decision.close_call)
+    return models, winner, runner_up, decision
+
+
+def _organisation_tips(evidence: Evidence, criteria: Criteria, chosen: str) -> list[Tip]:
+    """One answer changed at a time: per question, the nearest answer on its scale that changes the choice."""
+    tips = []
+    for question, answers in criteria.organisation_questions().items():
+        current = evidence.organisation.get(question)
+        scale = next(
+            c.evidence.scale
+            for c in criteria.criteria
+            if isinstance(c.evidence, OrganisationEvidence) and c.evidence.field == question
+        )
+        here = scale.get(current, 0.0) if current is not None else None
+        candidates = sorted(
+            (a for a in answers if a != current),
+            key=lambda a: (abs(scale.get(a, 0.0) - here) if here is not None else 0.0, answers.index(a)),
+        )
+        for answer in candidates:
+            changed = replace(evidence, organisation={**evidence.organisation, question: answer})
+            _, winner, _, _ = _decide(changed, criteria)
+            if winner.model != chosen:
+                was = current if current is not None else "unanswered"
+                tips.append(
+                    Tip(
+                        kind="organisation",
+                        change=f"organisation.{question}: {was} -> {answer}",
+                        new_choice=winner.model,
+                    )
+                )
+                break
+    return tips
+
+
+def _target_tips(evidence: Evidence, criteria: Criteria, chosen: str) -> list[Tip]:
+    """Per target, the nearest value that changes the choice: relaxed to admit a model it excludes, or
+    tightened to exclude the chosen one. Candidates are the models' own figures: a target at a figure
+    admits that model (the bounds are inclusive); one just past it excludes it."""
+    tips = []
+    for rule in criteria.targets:
+        current = evidence.targets.get(rule.target)
+        figures = sorted(
+            {
+                v
+                for v in (lookup(o, rule.figure, rule.aggregate) for o in evidence.outcomes.values())
+                if v is not None
+            }
+        )
+        past = "under" if rule.must_be == "at_most" else "over"
+        candidates = [(f, fmt.value(f, rule.unit)) for f in figures if f > 0]
+        candidates += [
+            (f * (1 - 1e-6 if past == "under" else 1 + 1e-6), f"just {past} {fmt.value(f, rule.unit)}")
+            for f in figures
+            if f > 0 and not (rule.unit == "share" and past == "over" and f >= 1)
+        ]
+        if current is not None:
+            candidates = [c for c in candidates if abs(c[0] - current) > 1e-9 * max(1.0, current)]
+        candidates.sort(key=lambda c: (abs(c[0] - current) if current is not None else c[0], c[0]))
+        for candidate, shown in candidates:
+            changed = replace(evidence, targets={**evidence.targets, rule.target: candidate})
+            _, winner, _, decision = _decide(changed, criteria)
+            if winner.model != chosen and decision != "no_model_meets_targets":
+                was = fmt.value(current, rule.unit) if current is not None else "none"
+                tips.append(
+                    Tip(
+                        kind="target",
+                        change=f"targets.{rule.target}: {was} -> {shown}",
+                        new_choice=winner.model,
+                        detail=f"{rule.title} {rule.must_be.replace('_', ' ')} {shown}",
+                    )
+                )
+                break
+    return tips
+
+
+def _weight_tips(winner: ModelScore, runner_up: ModelScore) -> list[Tip]:
+    """For a close call: the weight a criterion would need for the runner-up to pass the winner."""
+    margin = winner.score - runner_up.score
+    rival = {r.id: r for r in runner_up.criteria}
+    tips = []
+    for row in winner.criteria:
+        other = rival.get(row.id)
+        if other is None:
+            continue
+        per_weight = (other.contribution - row.contribution) / row.weight
+        if per_weight <= TIE:
+            continue
+        needed = row.weight + margin / per_weight
+        tips.append(
+            (
+                needed / row.weight,
+                Tip(
+                    kind="weight",
+                    change=f"criteria.{row.id}.weight: {row.weight:g} -> more than {needed:.2f}",
+                    new_choice=runner_up.model,
+                    detail=row.title,
+                ),
+            )
+        )
+    return [tip for _, tip in sorted(tips, key=lambda pair: (pair[0], pair[1].change))[:REASONS]]
+
+
+def _not_simulated(evidence: Evidence, criteria: Criteria, models: list[ModelScore]) -> list[FamilyEstimate]:
+    present = {m.family for m in models}
+    estimates = []
+    sample = next(iter(evidence.outcomes))
+    for family in criteria.families:
+        if family in present:
+            continue
+        rows = [
+            _criterion(c, family, sample, evidence)
+            for c in criteria.criteria
+            if c.evidence.source != "outcome"
+        ]
+        estimates.append(FamilyEstimate(family=family, static_score=sum(r.contribution for r in rows)))
+    return estimates
+
+
+def _workload_evidence(evidence: Evidence, criteria: Criteria) -> dict[str, float | None]:
+    """The workload figures the criteria read (their fields and relevance fields), by path."""
+    paths: list[str] = []
+    for criterion in criteria.criteria:
+        spec = criterion.evidence
+        for path in (
+            spec.field if isinstance(spec, WorkloadEvidence) else None,
+            spec.relevance and spec.relevance.field,
+        ):
+            if path and path not in paths:
+                paths.append(path)
+    return {path: lookup(evidence.workload, path) for path in paths}
+
+
+def recommend(evidence: Evidence, criteria: Criteria | None = None) -> Recommendation:
+    """Score every model of ``evidence`` and choose one (see the module docstring for the recipe)."""
+    criteria = criteria or load_criteria()
+    models, winner, runner_up, decision = _decide(evidence, criteria)
+    tips = _organisation_tips(evidence, criteria, winner.model)
+    tips += _target_tips(evidence, criteria, winner.model)
+    if runner_up is not None and decision in ("close_call", "tie"):
+        tips += _weight_tips(winner, runner_up)
+    notes = list(evidence.notes)
+    not_simulated = _not_simulated(evidence, criteria, models)
+    if not_simulated:
+        families = ", ".join(e.family for e in not_simulated)
+        notes.append(
+            f"not simulated: {families}; their scores below count organisation and workload evidence only"
+        )
+        for estimate in not_simulated:
+            if estimate.static_score > winner.static_score + TIE:
+                notes.append(
+                    f"on organisation and workload evidence alone, {estimate.family} scores higher than "
+                    f"{winner.model} ({estimate.static_score:.2f} vs {winner.static_score:.2f}): simulate it"
+                )
+    if not evidence.organisation:
+        notes.append("no organisation answers (scenario unknown): those criteria contribute nothing")
+    return Recommendation(
+        gpuplan_version=__version__,
+        criteria_version=criteria.version,
+        scenario=evidence.scenario,
+        chosen=winner.model,
+        chosen_family=winner.family,
+        decision=decision,
+        runner_up=runner_up.model if runner_up is not None else None,
+        margin=winner.score - runner_up.score if runner_up is not None else None,
+        scores={m.model: m.score for m in models},
+        reasons=_reasons(winner, runner_up, models),
+        models=models,
+        not_simulated=not_simulated,
+        tips=tips,
+        evidence={
+            "organisation": evidence.organisation,
+            "targets": evidence.targets,
+            "workload": _workload_evidence(evidence, criteria),
+        },
+        notes=notes,
+    )

@@ -1,0 +1,57 @@
+"""``gpuplan recommend``: the main job. Compare every model on the scenario's workload, score them
+against the decision criteria with that evidence, and write the architecture-review report."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from importlib.resources import as_file, files
+from pathlib import Path
+
+from gpuplan.advisor import Recommendation, advise, write_recommendation
+from gpuplan.compare import CompareRequest, compare
+from gpuplan.inputs import load_input
+from gpuplan.report import build_report
+
+BUNDLED_EXAMPLE = "mixed-org.yaml"  # a research group on Slurm and product teams serving models
+
+
+@dataclass(frozen=True)
+class RecommendRequest:
+    scenario: Path | None = None  # None: the bundled example
+    out: Path = Path("gpuplan-out")
+    processes: int | None = None
+
+
+@dataclass
+class RecommendResult:
+    scenario: Path
+    recommendation: Recommendation
+    files: list[Path]
+    warnings: list[str] = field(default_factory=list)
+
+
+def bundled_example() -> Path:
+    """The example scenario installed with the package (a real file: its trace sits beside it)."""
+    with as_file(files("gpuplan") / "examples" / BUNDLED_EXAMPLE) as path:
+        return Path(path)
+
+
+def recommend(request: RecommendRequest, on_step: Callable[[str], None] | None = None) -> RecommendResult:
+    """compare -> advise -> report; ``on_step(what)`` is called after each model and each step."""
+    scenario = request.scenario or bundled_example()
+    compared = compare(CompareRequest(scenario, None, request.out, request.processes), on_step)
+    loaded = load_input(scenario)
+    recommendation = advise(compared.summary, loaded)
+    recommendation_file = write_recommendation(request.out, recommendation)
+    if on_step:
+        on_step("scored")
+    report = build_report(request.out, loaded=loaded, recommendation=recommendation)
+    if on_step:
+        on_step("reported")
+    return RecommendResult(
+        scenario,
+        recommendation,
+        [*compared.files, recommendation_file, *report.files],
+        [*compared.warnings, *report.warnings],
+    )

@@ -1,0 +1,56 @@
+"""``models.hybrid``: which work runs on Slurm and which on Kubernetes, and how pools are split."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import Field, model_validator
+from pydantic_core import PydanticCustomError
+
+from gpuplan.scenario.section import Section
+from gpuplan.scenario.units import Duration
+
+Side = Literal["slurm", "kubernetes"]
+
+
+class RoutingRule(Section):
+    """Work matching every given field goes to ``to``; the first matching rule wins."""
+
+    kind: Literal["batch", "interactive", "pipeline", "service"] | None = None
+    team: str | None = None
+    workload: str | None = None
+    multi_node: bool | None = Field(None, description="jobs of more than one node (MPI over RDMA)")
+    to: Side
+
+    @model_validator(mode="after")
+    def _matches_something(self) -> RoutingRule:
+        if self.kind is None and self.team is None and self.workload is None and self.multi_node is None:
+            raise PydanticCustomError("rule", "a routing rule needs kind, team, workload or multi_node", {})
+        return self
+
+
+class Lending(Section):
+    """Nodes moving between the sides, as Slurm-on-Kubernetes operators (SchedMD Slinky, Nebius
+    Soperator, CoreWeave SUNK) move them. ``none``: a static split. ``kubernetes_borrows``: when
+    services' pods cannot be placed, Kubernetes' cluster autoscaler takes Slurm nodes (idle ones
+    first) and gives them back once unneeded; a node leaving Slurm drains (jobs still on it after
+    ``grace_time`` are requeued, so no GPU serves both sides), is reconfigured and joins Kubernetes
+    (``move_time``), and the same move time applies on its way back."""
+
+    policy: Literal["none", "kubernetes_borrows"] = "none"
+    max_nodes: int | None = Field(None, ge=0, description="nodes of each pool Slurm may lend (default: all)")
+    grace_time: Duration = Field(300.0, description="before a draining node's jobs are requeued")
+    move_time: Duration = Field(300.0, description="reconfigure a node and join the other side")
+
+
+class HybridSettings(Section):
+    split: dict[str, Annotated[int, Field(ge=0)]] = Field(
+        default_factory=dict,
+        description="nodes of each pool given to Slurm, the rest to Kubernetes (default: proposed from the "
+        "workload's peak service GPUs and batch GPU-hours)",
+    )
+    routing: list[RoutingRule] = Field(
+        default_factory=list,
+        description="rules before the defaults (services and pipelines to Kubernetes, other jobs to Slurm)",
+    )
+    lending: Lending = Lending()

@@ -1,0 +1,316 @@
+"""``models.kubernetes``: settings of the Kubernetes/OKE model, with the names Kubernetes and Kueue use.
+
+Kueue's API objects keep their camelCase field names (``nominalQuota``, ``borrowingLimit``,
+``queueingStrategy``...) so a ClusterQueue can be copied from a cluster into a scenario almost as is:
+
+- ClusterQueue, cohorts, quotas and preemption: https://kueue.sigs.k8s.io/docs/concepts/cluster_queue/
+- preemption algorithms and fair sharing: https://kueue.sigs.k8s.io/docs/concepts/preemption/
+- ``waitForPodsReady``: https://kueue.sigs.k8s.io/docs/tasks/manage/setup_wait_for_pods_ready/
+- kube-scheduler ``NodeResourcesFit`` scoring: the KubeSchedulerConfiguration reference
+  (``scoringStrategy.type`` LeastAllocated | MostAllocated, ``scoringStrategy.resources``)
+- HPA: https://kubernetes.io/docs/tasks/run-application/horizontal-pod-autoscale/ (algorithm, tolerance,
+  ``behavior.scaleUp/scaleDown.stabilizationWindowSeconds``, ``--horizontal-pod-autoscaler-sync-period``)
+- cluster autoscaler FAQ (kubernetes/autoscaler): ``--scan-interval``, ``--scale-down-unneeded-time``,
+  ``--scale-down-delay-after-add``, ``--scale-down-utilization-threshold``.
+
+Cross-references (teams, pools, workloads, priority classes) are checked by ``check_kubernetes``.
+"""
+
+from __future__ import annotations
+
+import difflib
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic_core import PydanticCustomError
+
+from gpuplan.scenario.units import Duration
+
+
+class Section(BaseModel):
+    """Frozen, unknown keys refused with a did-you-mean: the same rules as ``scenario.model.Section``
+    (repeated here because model.py imports this module for its ``Models.kubernetes`` field)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _known_keys(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            for key in data:
+                if key not in cls.model_fields:
+                    raise PydanticCustomError(
+                        "unknown_key",
+                        "unknown key {key}{hint}",
+                        {"key": repr(key), "name": key, "hint": _hint(str(key), sorted(cls.model_fields))},
+                    )
+        return data
+
+
+class FlavorQuota(Section):
+    """One ResourceFlavor's quota of ``nvidia.com/gpu`` in a ClusterQueue (``resourceGroups[].flavors[]``).
+
+    A flavor is a pool (``name`` = the pool's name: its nodes carry the flavor's nodeLabels)."""
+
+    name: str = Field(description="ResourceFlavor = pool name")
+    nominalQuota: float = Field(ge=0, description="GPUs guaranteed to this ClusterQueue")
+    borrowingLimit: float | None = Field(
+        None, ge=0, description="most GPUs it may borrow from its cohort (null: unlimited)"
+    )
+    lendingLimit: float | None = Field(
+        None, ge=0, description="most of its unused nominal quota it lends to the cohort (null: all)"
+    )
+
+
+class BorrowWithinCohort(Section):
+    """``preemption.borrowWithinCohort``: may a workload that must borrow preempt in the cohort."""
+
+    policy: Literal["Never", "LowerPriority"] = "Never"
+    maxPriorityThreshold: int | None = Field(None, description="only workloads at or below this priority")
+
+
+class Preemption(Section):
+    """``ClusterQueue.spec.preemption`` (Kueue's defaults: Never, Never, Never)."""
+
+    withinClusterQueue: Literal["Never", "LowerPriority", "LowerOrNewerEqualPriority"] = "Never"
+    reclaimWithinCohort: Literal["Never", "LowerPriority", "Any"] = "Never"
+    borrowWithinCohort: BorrowWithinCohort = BorrowWithinCohort()
+
+
+class FairSharingWeight(Section):
+    weight: float = Field(1.0, ge=0, description="ClusterQueue.spec.fairSharing.weight")
+
+
+class ClusterQueue(Section):
+    """A Kueue ClusterQueue and the LocalQueues (one per team namespace) that point at it."""
+
+    name: str
+    cohort: str | None = Field(None, description="cohort name (cohorts may have a parent, see cohorts)")
+    teams: list[str] = Field(default_factory=list, description="namespaces whose LocalQueue points here")
+    queueingStrategy: Literal["StrictFIFO", "BestEffortFIFO"] = "BestEffortFIFO"
+    flavors: list[FlavorQuota] = Field(min_length=1, description="resourceGroups[0].flavors, in order")
+    preemption: Preemption = Preemption()
+    fairSharing: FairSharingWeight = FairSharingWeight()
+
+
+class Cohort(Section):
+    """A Cohort object (hierarchical cohorts): its parent and its own nominal quota per flavor."""
+
+    name: str
+    parent: str | None = None
+    flavors: list[FlavorQuota] = Field(default_factory=list)
+
+
+Strategy = Literal["LessThanOrEqualToFinalShare", "LessThanInitialShare"]
+
+
+def _default_strategies() -> list[Strategy]:
+    return ["LessThanOrEqualToFinalShare", "LessThanInitialShare"]
+
+
+class FairSharing(Section):
+    """Kueue Configuration ``fairSharing``: order admission by weighted dominant resource share."""
+
+    enable: bool = False
+    preemptionStrategies: list[Strategy] = Field(default_factory=_default_strategies)
+
+    @model_validator(mode="after")
+    def _supported(self) -> FairSharing:
+        if self.preemptionStrategies not in (
+            ["LessThanOrEqualToFinalShare"],
+            ["LessThanInitialShare"],
+            ["LessThanOrEqualToFinalShare", "LessThanInitialShare"],
+        ):
+            raise PydanticCustomError(
+                "strategies", "Kueue does not support this preemptionStrategies list", {}
+            )
+        return self
+
+
+class RequeuingStrategy(Section):
+    timestamp: Literal["Eviction", "Creation"] = "Eviction"
+    backoffLimitCount: int | None = Field(None, ge=0, description="null: requeue for ever")
+    backoffBaseSeconds: float = Field(60, ge=0)
+    backoffMaxSeconds: float = Field(3600, ge=0)
+
+
+class WaitForPodsReady(Section):
+    """Kueue Configuration ``waitForPodsReady``: all-or-nothing admission with a timeout."""
+
+    enable: bool = False
+    timeout: Duration = Field(1800.0, description="evict and requeue when pods are not all ready by then")
+    blockAdmission: bool = False
+    requeuingStrategy: RequeuingStrategy = RequeuingStrategy()
+
+
+class Kueue(Section):
+    """Kueue admission. ``enable: false`` runs plain Jobs: pods go to kube-scheduler one by one."""
+
+    enable: bool = True
+    clusterQueues: list[ClusterQueue] = Field(
+        default_factory=list,
+        description="empty: one ClusterQueue 'default' with every pool's GPUs as nominalQuota, for all teams",
+    )
+    cohorts: list[Cohort] = Field(default_factory=list)
+    fairSharing: FairSharing = FairSharing()
+    waitForPodsReady: WaitForPodsReady = WaitForPodsReady()
+
+
+class ScoringResource(Section):
+    name: Literal["cpu", "memory", "nvidia.com/gpu"]
+    weight: int = Field(1, ge=1)
+
+
+class Scheduler(Section):
+    """kube-scheduler's ``NodeResourcesFit`` plugin args (KubeSchedulerConfiguration)."""
+
+    scoringStrategy: Literal["LeastAllocated", "MostAllocated"] = "LeastAllocated"
+    resources: list[ScoringResource] = Field(
+        default_factory=lambda: [ScoringResource(name="cpu"), ScoringResource(name="memory")],
+        min_length=1,
+        description="scoringStrategy.resources (upstream default: cpu and memory, weight 1)",
+    )
+
+
+class PriorityClass(Section):
+    name: str
+    value: int
+
+
+class Priorities(Section):
+    """PriorityClasses and which pods get them: by workload name, trace QoS label, or kind.
+
+    kube-scheduler's DefaultPreemption lets a pending pod evict pods of lower priority."""
+
+    classes: list[PriorityClass] = Field(
+        default_factory=lambda: [
+            PriorityClass(name="production", value=1000),
+            PriorityClass(name="batch", value=0),
+        ]
+    )
+    assign: dict[str, str] = Field(
+        default_factory=lambda: {"service": "production", "LS": "production", "Guaranteed": "production"},
+        description="workload name, trace QoS label or kind -> PriorityClass",
+    )
+    default: str = Field("batch", description="PriorityClass of pods nothing else assigns")
+
+
+class Hpa(Section):
+    """HorizontalPodAutoscaler of each inference Deployment (targets requests/s per ready replica)."""
+
+    targetUtilization: float = Field(0.7, gt=0, le=1, description="target requests/s over replica capacity")
+    tolerance: float = Field(0.1, ge=0, description="--horizontal-pod-autoscaler-tolerance")
+    syncPeriod: Duration = Field(15.0, gt=0, description="--horizontal-pod-autoscaler-sync-period")
+    scaleUpStabilizationWindow: Duration = Field(
+        0.0, description="behavior.scaleUp.stabilizationWindowSeconds"
+    )
+    scaleDownStabilizationWindow: Duration = Field(
+        300.0, description="behavior.scaleDown.stabilizationWindowSeconds"
+    )
+    coldStart: Duration = Field(180.0, description="image pull + model load before a new replica serves")
+    maxReplicas: dict[str, int] = Field(
+        default_factory=dict, description="per service: override the workload's replicas.max"
+    )
+
+
+class NodePool(Section):
+    """An OKE node pool's autoscaling bounds (cluster autoscaler node group)."""
+
+    pool: str
+    minNodes: int | None = Field(None, ge=0, description="default: the pool's nodes")
+    maxNodes: int | None = Field(None, ge=0, description="default: the pool's nodes (no autoscaling)")
+    provisionDelay: Duration = Field(600.0, description="launch to Ready; bare-metal GPU nodes take minutes")
+
+    @model_validator(mode="after")
+    def _bounds(self) -> NodePool:
+        if self.minNodes is not None and self.maxNodes is not None and self.minNodes > self.maxNodes:
+            raise PydanticCustomError("bounds", "minNodes is above maxNodes", {})
+        return self
+
+
+class ClusterAutoscaler(Section):
+    scanInterval: Duration = Field(10.0, gt=0, description="--scan-interval")
+    scaleDownUnneededTime: Duration = Field(600.0, description="--scale-down-unneeded-time")
+    scaleDownDelayAfterAdd: Duration = Field(600.0, description="--scale-down-delay-after-add")
+    scaleDownUtilizationThreshold: float = Field(
+        0.5, ge=0, le=1, description="--scale-down-utilization-threshold (GPU nodes: GPU requests)"
+    )
+
+
+class KubernetesSettings(Section):
+    """The Kubernetes/OKE model: Kueue, kube-scheduler, priorities, HPA, cluster autoscaler."""
+
+    kueue: Kueue = Kueue()
+    scheduler: Scheduler = Scheduler()
+    priorities: Priorities = Priorities()
+    hpa: Hpa = Hpa()
+    nodePools: list[NodePool] = Field(default_factory=list)
+    clusterAutoscaler: ClusterAutoscaler = ClusterAutoscaler()
+
+    @model_validator(mode="after")
+    def _names(self) -> KubernetesSettings:
+        classes = [c.name for c in self.priorities.classes]
+        for name in [self.priorities.default, *self.priorities.assign.values()]:
+            if name not in classes:
+                raise PydanticCustomError(
+                    "priority",
+                    "no PriorityClass named {name}{hint}",
+                    {"name": repr(name), "hint": _hint(name, classes)},
+                )
+        queues = [q.name for q in self.kueue.clusterQueues]
+        cohorts = [c.name for c in self.kueue.cohorts]
+        if len(set(queues)) < len(queues):
+            raise PydanticCustomError("names", "two clusterQueues share a name", {})
+        for cohort in self.kueue.cohorts:
+            if cohort.parent is not None and cohort.parent not in cohorts:
+                raise PydanticCustomError(
+                    "cohort",
+                    "cohort {name}: no parent cohort named {parent}{hint}",
+                    {
+                        "name": repr(cohort.name),
+                        "parent": repr(cohort.parent),
+                        "hint": _hint(cohort.parent, cohorts),
+                    },
+                )
+        return self
+
+
+def _hint(name: str, known: list[str]) -> str:
+    close = difflib.get_close_matches(name, known, n=1)
+    return f"; did you mean {close[0]!r}?" if close else f" (known: {', '.join(known)})"
+
+
+def kubernetes_problems(
+    settings: KubernetesSettings, teams: list[str], pools: list[str], services: list[str]
+) -> list[tuple[tuple[str | int, ...], str]]:
+    """References ``models.kubernetes`` makes to the rest of the scenario that do not resolve: (field
+    location, message) pairs, in the scenario's location form (``("models", "kubernetes", ...)``)."""
+    at: tuple[str | int, ...] = ("models", "kubernetes")
+    problems: list[tuple[tuple[str | int, ...], str]] = []
+
+    def known(loc: tuple[str | int, ...], name: str, names: list[str], what: str) -> None:
+        if name not in names:
+            problems.append((loc, f"no {what} named {name!r}{_hint(name, names)}"))
+
+    kueue = settings.kueue
+    for q, queue in enumerate(kueue.clusterQueues):
+        for t, team in enumerate(queue.teams):
+            known((*at, "kueue", "clusterQueues", q, "teams", t), team, teams, "team")
+        for f, flavor in enumerate(queue.flavors):
+            known((*at, "kueue", "clusterQueues", q, "flavors", f, "name"), flavor.name, pools, "pool")
+    for c, cohort in enumerate(kueue.cohorts):
+        for f, flavor in enumerate(cohort.flavors):
+            known((*at, "kueue", "cohorts", c, "flavors", f, "name"), flavor.name, pools, "pool")
+    if kueue.enable and kueue.clusterQueues:
+        listed = {team for queue in kueue.clusterQueues for team in queue.teams}
+        catch_all = any(not queue.teams for queue in kueue.clusterQueues)
+        for team in teams:
+            if team not in listed and not catch_all:
+                problems.append(
+                    ((*at, "kueue", "clusterQueues"), f"team {team!r} has no LocalQueue in any ClusterQueue")
+                )
+    for p, pool in enumerate(settings.nodePools):
+        known((*at, "nodePools", p, "pool"), pool.pool, pools, "pool")
+    for name in settings.hpa.maxReplicas:
+        known((*at, "hpa", "maxReplicas", name), name, services, "service")
+    return problems

@@ -1,0 +1,380 @@
+"""The hybrid operating model: Slurm for research and batch training, Kubernetes (OKE) for services,
+pipelines and application teams, each on its own part of every pool.
+
+- Routing (``models.hybrid.routing``): the first rule whose fields all match a job (kind, team,
+  workload, multi-node) or a service sends it to its side; by default services and pipelines go to
+  Kubernetes and every other job to Slurm.
+- Split (``models.hybrid.split``): the nodes of each pool given to Slurm; Kubernetes gets the rest.
+  By default it is proposed from the workload: Kubernetes gets the nodes its services need at their
+  peak (replicas at peak demand, packed per node) plus a share of the rest in proportion to the
+  GPU-hours of the jobs routed to it; Slurm the remainder; a side with work keeps at least one node
+  and a side with none gets none.
+- Each side runs its own model (``gpuplan.sim.slurm``, ``gpuplan.sim.kubernetes``) on its part, and
+  the two runs are reported as one: pools are named ``POOL/slurm`` and ``POOL/kubernetes``.
+- Lending (``models.hybrid.lending``, ``kubernetes_borrows``): Kubernetes runs first, its node pool
+  allowed to grow by the nodes Slurm may lend, a borrowed node taking ``grace_time`` (the drain)
+  plus ``move_time`` to become Ready. Each borrowed node the Kubernetes run used then leaves Slurm
+  that long before it was Ready (idle nodes first; jobs still on a busy one are requeued after the
+  grace time) and comes back ``move_time`` after Kubernetes removed it, so no GPU serves both.
+  Kubernetes has first call on the nodes: Slurm does not reclaim them.
+  With lending the proposed split gives Kubernetes the nodes its services need at their trough.
+  ``lending`` in the settings counts the moves, the node-hours lent and the GPU-hours in transit.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from gpuplan.errors import InputError
+from gpuplan.scenario.hybrid import HybridSettings, Lending, RoutingRule
+from gpuplan.scenario.kubernetes import NodePool
+from gpuplan.sim.engine import Lending as EngineLending
+from gpuplan.sim.outcome import ModelRun, PoolSchedule
+from gpuplan.workload.jobtable import Bool, JobTable, Labels
+from gpuplan.workload.services import Service
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from gpuplan.inputs import Input
+    from gpuplan.scenario.load import LoadedScenario
+
+MODEL = "hybrid"
+SIDES = ("slurm", "kubernetes")
+
+
+def _label_values(labels: Labels | None, rows: int) -> np.ndarray:
+    if labels is None:
+        return np.full(rows, "", dtype=object)
+    return np.array((*labels.labels, ""), dtype=object)[labels.codes] if rows else np.zeros(0, dtype=object)
+
+
+def route_jobs_to_kubernetes(jobs: JobTable, rules: list[RoutingRule]) -> Bool:
+    """True for each job that runs on Kubernetes."""
+    rows = len(jobs)
+    kind = _label_values(jobs.kind, rows)
+    team = _label_values(jobs.team, rows)
+    workload = _label_values(jobs.workload, rows)
+    multi_node = jobs.nodes > 1
+    decided = np.zeros(rows, dtype=bool)
+    to_kubernetes = np.zeros(rows, dtype=bool)
+    for rule in rules:
+        match = ~decided
+        if rule.kind is not None:
+            match &= kind == rule.kind
+        if rule.team is not None:
+            match &= team == rule.team
+        if rule.workload is not None:
+            match &= workload == rule.workload
+        if rule.multi_node is not None:
+            match &= multi_node == rule.multi_node
+        to_kubernetes[match] = rule.to == "kubernetes"
+        decided |= match
+    to_kubernetes[~decided] = np.isin(kind[~decided], ["pipeline", "service"])
+    return to_kubernetes
+
+
+def route_service_to_kubernetes(service: Service, rules: list[RoutingRule]) -> bool:
+    for rule in rules:
+        if (
+            rule.kind in (None, "service")
+            and rule.team in (None, service.team)
+            and rule.workload in (None, service.name)
+            and rule.multi_node in (None, False)
+        ):
+            return rule.to == "kubernetes"
+    return True
+
+
+def _pool_of_jobs(jobs: JobTable, scenario: LoadedScenario) -> np.ndarray:
+    """Each job's pool name: the pool or Slurm partition its label names, else the first pool."""
+    aliases = {pool.name: pool.name for pool in scenario.pools}
+    for partition in scenario.scenario.models.slurm.partitions:
+        aliases.setdefault(partition.name, partition.pool)
+    names = np.array([aliases.get(label, scenario.pools[0].name) for label in jobs.partition.labels] or [""])
+    return names[jobs.partition.codes] if len(jobs) else np.zeros(0, dtype=names.dtype)
+
+
+def propose_split(
+    scenario: LoadedScenario,
+    jobs: JobTable,
+    to_kubernetes: Bool,
+    services: list[Service],
+    services_to_kubernetes: list[bool],
+    size_for: str = "peak",
+) -> dict[str, int]:
+    """Nodes of each pool for Slurm (see the module docstring)."""
+    pool_of_job = _pool_of_jobs(jobs, scenario)
+    gpu_hours = jobs.gpus * jobs.duration_s / 3600.0
+    split = {}
+    for pool in scenario.pools:
+        service_nodes = 0
+        for service, on_kubernetes in zip(services, services_to_kubernetes, strict=True):
+            if on_kubernetes and service.pool == pool.name:
+                per_node = max(pool.gpus_per_node // service.gpus_per_replica, 1)
+                needed = service.replicas_needed()
+                replicas = needed.max(initial=0) if size_for == "peak" else needed.min(initial=0)
+                service_nodes += math.ceil(int(replicas) / per_node)
+        service_nodes = min(service_nodes, pool.nodes)
+        mine = pool_of_job == pool.name
+        batch_kubernetes = float(gpu_hours[mine & to_kubernetes].sum())
+        batch_slurm = float(gpu_hours[mine & ~to_kubernetes].sum())
+        rest = pool.nodes - service_nodes
+        share = batch_kubernetes / (batch_kubernetes + batch_slurm) if batch_kubernetes + batch_slurm else 0.0
+        kubernetes_nodes = service_nodes + round(rest * share)
+        if batch_slurm == 0 and (service_nodes or batch_kubernetes > 0):
+            kubernetes_nodes = pool.nodes  # no Slurm work here
+        if batch_slurm > 0 and kubernetes_nodes >= pool.nodes:
+            kubernetes_nodes = pool.nodes - 1
+        if (service_nodes or batch_kubernetes > 0) and kubernetes_nodes == 0:
+            kubernetes_nodes = 1
+        split[pool.name] = max(pool.nodes - kubernetes_nodes, 0)
+    return split
+
+
+def _side_input(
+    loaded: Input, side: str, jobs: Bool, services: list[Service], nodes: dict[str, int]
+) -> Input:
+    from gpuplan.inputs import Input
+
+    assert loaded.scenario is not None
+    scenario = replace(
+        loaded.scenario, pools=[replace(pool, nodes=nodes[pool.name]) for pool in loaded.scenario.pools]
+    )
+    workload = replace(
+        loaded.workload, jobs=loaded.workload.jobs.take(np.flatnonzero(jobs)), services=services
+    )
+    pools = [replace(pool, nodes=nodes[pool.name]) for pool in loaded.pools]
+    return Input(workload, pools, {**loaded.info, "side": side}, scenario=scenario, warnings=loaded.warnings)
+
+
+def run_hybrid(loaded: Input, request: Any, runners: dict[str, Callable[[Input, Any], ModelRun]]) -> ModelRun:
+    """Route, split, run each side with ``runners[side]`` and merge the runs."""
+    if loaded.scenario is None:
+        raise InputError(
+            "the hybrid model needs a scenario (its models.hybrid routes and splits)", field="--model"
+        )
+    settings: HybridSettings = loaded.scenario.scenario.models.hybrid
+    jobs = loaded.workload.jobs
+    to_kubernetes = route_jobs_to_kubernetes(jobs, settings.routing)
+    services = loaded.workload.services
+    services_to_kubernetes = [route_service_to_kubernetes(s, settings.routing) for s in services]
+    lending = settings.lending
+    size_for = "trough" if lending.policy == "kubernetes_borrows" else "peak"
+    proposed = propose_split(loaded.scenario, jobs, to_kubernetes, services, services_to_kubernetes, size_for)
+    slurm_nodes = {**proposed, **settings.split}
+    inputs = {}
+    for side in SIDES:
+        on_side = to_kubernetes if side == "kubernetes" else ~to_kubernetes
+        side_services = [
+            s for s, k in zip(services, services_to_kubernetes, strict=True) if k == (side == "kubernetes")
+        ]
+        nodes = {
+            pool.name: slurm_nodes[pool.name] if side == "slurm" else pool.nodes - slurm_nodes[pool.name]
+            for pool in loaded.pools
+        }
+        inputs[side] = _side_input(loaded, side, on_side, side_services, nodes)
+    lending_echo: dict[str, Any] = {"policy": lending.policy}
+    if lending.policy == "none":
+        parts = [(side, runners[side](inputs[side], request)) for side in SIDES]
+    else:
+        lendable = {
+            name: nodes if lending.max_nodes is None else min(nodes, lending.max_nodes)
+            for name, nodes in slurm_nodes.items()
+        }
+        kubernetes_run = runners["kubernetes"](_borrowing(inputs["kubernetes"], lendable, lending), request)
+        lent = _lent_nodes(kubernetes_run, loaded, slurm_nodes, lendable, lending)
+        slurm_run = _slurm_with_lending(inputs["slurm"], lent)
+        parts = [("slurm", slurm_run), ("kubernetes", kubernetes_run)]
+        lending_echo |= _lending_figures(lent, loaded, lending)
+        parts = _count_lent_capacity(parts, lent, slurm_nodes, loaded)
+    echo = {
+        "split": {
+            pool.name: {"slurm": slurm_nodes[pool.name], "kubernetes": pool.nodes - slurm_nodes[pool.name]}
+            for pool in loaded.pools
+        },
+        "split_source": {
+            pool.name: "scenario" if pool.name in settings.split else "proposed" for pool in loaded.pools
+        },
+        "routing": [rule.model_dump(exclude_none=True) for rule in settings.routing]
+        or "default: services and pipelines to kubernetes, other jobs to slurm",
+        "lending": lending_echo,
+        **{side: run.settings for side, run in parts},
+    }
+    return merge_runs(MODEL, parts, echo)
+
+
+def _concat_labels(parts: list[Labels]) -> Labels:
+    index: dict[str, int] = {}
+    codes = [
+        np.array([index.setdefault(label, len(index)) for label in part.labels] or [0], np.int32)[part.codes]
+        for part in parts
+    ]
+    return Labels(
+        np.concatenate(codes).astype(np.int32) if codes else np.zeros(0, np.int32), tuple(index) or ("",)
+    )
+
+
+def merge_runs(model: str, parts: list[tuple[str, ModelRun]], settings: dict[str, Any]) -> ModelRun:
+    """One run of the parts' jobs and pools, pools named ``POOL/SIDE``."""
+    runs = [run for _, run in parts]
+    job_offsets = np.cumsum([0, *(len(run.jobs) for run in runs)])
+    pool_offsets = np.cumsum([0, *(len(run.pools) for run in runs)])
+    pools: list[PoolSchedule] = []
+    for (side, run), offset in zip(parts, job_offsets, strict=False):
+        for schedule in run.pools:
+            pool = replace(schedule.pool, name=f"{schedule.pool.name}/{side}")
+            pools.append(replace(schedule, pool=pool, jobs=schedule.jobs + offset))
+    job_gpus = None
+    if any(run.job_gpus is not None for run in runs):
+        job_gpus = np.concatenate(
+            [run.jobs.gpus.astype(np.float64) if run.job_gpus is None else run.job_gpus for run in runs]
+        )
+    reasons = [run.reason or Labels.constant("", len(run.jobs)) for run in runs]
+    return ModelRun(
+        model=model,
+        settings=settings,
+        jobs=JobTable.concat([run.jobs for run in runs]),
+        run_s=np.concatenate([run.run_s for run in runs]),
+        state=np.concatenate([run.state for run in runs]),
+        start_s=np.concatenate([run.start_s for run in runs]),
+        end_s=np.concatenate([run.end_s for run in runs]),
+        pool_of_job=np.concatenate(
+            [run.pool_of_job + offset for run, offset in zip(runs, pool_offsets, strict=False)]
+        ).astype(np.int32),
+        pools=pools,
+        services=[service for run in runs for service in run.services],
+        simulate_s=sum(run.simulate_s for run in runs),
+        preemptions=np.concatenate([run.preemptions for run in runs]),
+        lost_gpu_s=np.concatenate([run.lost_gpu_s for run in runs]),
+        job_gpus=job_gpus,
+        extra={side: run.extra for side, run in parts if run.extra},
+        reason=_concat_labels(reasons),
+    )
+
+
+# ---- lending --------------------------------------------------------------------------------------
+
+
+def _borrowing(kubernetes: Input, lendable: dict[str, int], lending: Lending) -> Input:
+    """The Kubernetes side's input with node pools that may grow by the lendable nodes, a borrowed
+    node Ready after the drain and the move."""
+    assert kubernetes.scenario is not None
+    scenario = kubernetes.scenario.scenario
+    settings = scenario.models.kubernetes
+    physical = {pool.name: pool.nodes for pool in kubernetes.scenario.pools}
+    given = {node_pool.pool: node_pool for node_pool in settings.nodePools}
+    delay = lending.grace_time + lending.move_time
+    node_pools = []
+    for pool in kubernetes.scenario.pools:
+        spec = given.get(pool.name)
+        part = physical[pool.name]
+        cloud_extra = 0 if spec is None or spec.maxNodes is None else max(spec.maxNodes - part, 0)
+        node_pools.append(
+            NodePool(
+                pool=pool.name,
+                minNodes=part,
+                maxNodes=part + lendable[pool.name] + cloud_extra,
+                provisionDelay=delay,
+            )
+        )
+    models = scenario.models.model_copy(
+        update={"kubernetes": settings.model_copy(update={"nodePools": node_pools})}
+    )
+    loaded = replace(kubernetes.scenario, scenario=scenario.model_copy(update={"models": models}))
+    return replace(kubernetes, scenario=loaded)
+
+
+def _lent_nodes(
+    kubernetes: ModelRun,
+    loaded: Input,
+    slurm_nodes: dict[str, int],
+    lendable: dict[str, int],
+    lending: Lending,
+) -> dict[str, EngineLending]:
+    """Per pool, when Slurm gives nodes up and gets them back, from the Kubernetes run's nodes up."""
+    lent = {}
+    lead = lending.grace_time + lending.move_time
+    for schedule in kubernetes.pools:
+        name = schedule.pool.name
+        if not lendable.get(name):
+            continue
+        part = next(pool.nodes for pool in loaded.pools if pool.name == name) - slurm_nodes[name]
+        timeline = schedule.schedule.timeline
+        up = timeline.nodes_up if timeline.nodes_up is not None else np.full(len(timeline.time_s), part)
+        borrowed = np.clip(up.astype(np.int64) - part, 0, lendable[name])
+        change = np.diff(np.concatenate([[0], borrowed]))
+        rows = np.flatnonzero(change)
+        times = np.where(
+            change[rows] > 0, timeline.time_s[rows] - lead, timeline.time_s[rows] + lending.move_time
+        )
+        order = np.argsort(np.maximum(times, 0.0), kind="stable")
+        lent[name] = EngineLending(
+            np.maximum(times, 0.0)[order],
+            change[rows][order].astype(np.int32),
+            lending.grace_time,
+        )
+    return lent
+
+
+def _slurm_with_lending(slurm: Input, lent: dict[str, EngineLending]) -> ModelRun:
+    from gpuplan.sim.slurm import simulate_slurm
+    from gpuplan.simulate import slurm_settings
+
+    assert slurm.scenario is not None
+    settings = slurm_settings(slurm.scenario.scenario.models.slurm)
+    workload = slurm.workload
+    return simulate_slurm(workload.jobs, slurm.pools, settings, workload.services, workload.team_shares, lent)
+
+
+def _lending_figures(lent: dict[str, EngineLending], loaded: Input, lending: Lending) -> dict[str, Any]:
+    gpus = {pool.name: pool.gpus_per_node for pool in loaded.pools}
+    moves = {name: int(plan.delta[plan.delta > 0].sum()) for name, plan in lent.items()}
+    node_s = {}
+    for name, plan in lent.items():
+        lent_count = np.cumsum(plan.delta)
+        node_s[name] = float(np.sum(lent_count[:-1] * np.diff(plan.time_s))) if len(plan.time_s) > 1 else 0.0
+    transit_s = lending.grace_time + 2 * lending.move_time
+    return {
+        "moves_to_kubernetes": moves,
+        "node_hours_lent": {name: s / 3600.0 for name, s in node_s.items()},
+        "gpu_hours_in_transit": sum(moves[name] * transit_s * gpus[name] for name in moves) / 3600.0,
+    }
+
+
+def _count_lent_capacity(
+    parts: list[tuple[str, ModelRun]],
+    lent: dict[str, EngineLending],
+    slurm_nodes: dict[str, int],
+    loaded: Input,
+) -> list[tuple[str, ModelRun]]:
+    """Each side's pools with the GPU-hours they held: Slurm's less what it lent (until the last
+    end), Kubernetes' as its run counted them, and the cluster listing at the split."""
+    end_s = max(
+        [float(np.nanmax(run.end_s)) for _, run in parts if run.started.any()]
+        + [service.span_s for _, run in parts for service in run.services]
+        + [0.0]
+    )
+    physical = {pool.name: pool.nodes for pool in loaded.pools}
+    counted = []
+    for side, run in parts:
+        pools = []
+        for schedule in run.pools:
+            name = schedule.pool.name
+            if side == "slurm" and name in lent:
+                plan = lent[name]
+                times = np.concatenate([np.minimum(plan.time_s, end_s), [end_s]])
+                lent_s = float(np.sum(np.cumsum(plan.delta) * np.diff(times)))
+                gpu_hours = (slurm_nodes[name] * end_s - lent_s) * schedule.pool.gpus_per_node / 3600.0
+                schedule = replace(schedule, gpu_hours_up=gpu_hours)
+            elif side == "kubernetes" and name in physical:
+                schedule = replace(
+                    schedule, pool=replace(schedule.pool, nodes=physical[name] - slurm_nodes[name])
+                )
+            pools.append(schedule)
+        counted.append((side, replace(run, pools=pools)))
+    return counted

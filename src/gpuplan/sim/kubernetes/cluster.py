@@ -1,0 +1,169 @@
+"""Node pools and node state, as arrays: what kube-scheduler's NodeInfo cache holds for each node.
+
+Every node has GPUs (the extended resource ``nvidia.com/gpu``), CPU (millicores) and memory (MiB).
+A GPU is tracked in thousandths (``gpu_milli``): a whole-GPU pod takes 1000 of a GPU, and a pod of the
+Alibaba trace with ``gpu_milli`` < 1000 takes that share of one GPU, as GPU sharing (time slicing,
+MIG, Alibaba's gpushare) offers; such a pod goes to the GPU with the least room that still fits it
+(gpushare's binpack), so fractions fill GPUs before starting new ones.
+
+An autoscaled pool has ``max_nodes`` slots; slots beyond those up are nodes the cluster autoscaler may
+add (``up`` False until they are Ready).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from gpuplan.workload.jobtable import Bool, Int32, Int64
+
+MILLI = 1000  # thousandths of a GPU (Alibaba's gpu_milli)
+
+
+@dataclass(frozen=True)
+class NodePoolSpec:
+    """One OKE node pool (a cluster autoscaler node group) of identical nodes."""
+
+    name: str
+    gpus_per_node: int
+    cpu_milli: int  # allocatable CPU per node
+    memory_mib: int  # allocatable memory per node
+    nodes: int  # nodes up at t = 0
+    min_nodes: int
+    max_nodes: int
+    provision_delay_s: float = 600.0
+    price_per_gpu_hour: float | None = None
+    node_names: tuple[str, ...] = ()  # real names (a node list); default f"{name}-{i}"
+
+    @property
+    def autoscaled(self) -> bool:
+        return self.max_nodes != self.min_nodes or self.max_nodes != self.nodes
+
+    def name_of(self, slot: int) -> str:
+        return self.node_names[slot] if slot < len(self.node_names) else f"{self.name}-{slot}"
+
+
+class Nodes:
+    """Allocatable and free resources of every node slot, one array per resource."""
+
+    def __init__(self, pools: list[NodePoolSpec]) -> None:
+        self.pools = pools
+        slots = [max(p.max_nodes, p.nodes) for p in pools]
+        n = sum(slots)
+        self.count = n
+        self.pool: Int32 = np.repeat(np.arange(len(pools), dtype=np.int32), slots)
+        self.slot: Int32 = (
+            np.concatenate([np.arange(s, dtype=np.int32) for s in slots]) if n else np.zeros(0, np.int32)
+        )
+        self.gpus: Int32 = np.repeat(np.array([p.gpus_per_node for p in pools], np.int32), slots)
+        self.max_gpus = int(self.gpus.max()) if n else 1
+        self.cpu_alloc: Int64 = np.repeat(np.array([p.cpu_milli for p in pools], np.int64), slots)
+        self.mem_alloc: Int64 = np.repeat(np.array([p.memory_mib for p in pools], np.int64), slots)
+        self.up: Bool = (
+            np.concatenate([np.arange(s) < p.nodes for s, p in zip(slots, pools, strict=True)])
+            if n
+            else np.zeros(0, bool)
+        )
+        # per GPU: free thousandths; -1 for GPUs a node does not have
+        index = np.arange(self.max_gpus)
+        self.gpu_free = np.where(index[None, :] < self.gpus[:, None], MILLI, -1).astype(np.int32)
+        self.cpu_free: Int64 = self.cpu_alloc.copy()
+        self.mem_free: Int64 = self.mem_alloc.copy()
+        self.whole_free: Int32 = self.gpus.copy()  # GPUs with nothing on them
+        self.best_free: Int32 = np.where(self.gpus > 0, MILLI, 0).astype(np.int32)  # most free on one GPU
+        self.gpu_free_total: Int64 = self.gpus.astype(np.int64) * MILLI
+        self.pods_on: Int32 = np.zeros(n, np.int32)  # pods placed on each node
+        self.batch_pods_on: Int32 = np.zeros(n, np.int32)  # of them, Job pods (not Deployment replicas)
+        self.pool_first = np.concatenate([[0], np.cumsum(slots)]).astype(np.int64)
+
+    # -- placement bookkeeping ---------------------------------------------------------------------
+
+    # A node has a handful of GPUs: plain Python on its row is faster than NumPy calls here.
+
+    def _refresh(self, node: int, row: list[int]) -> None:
+        self.gpu_free[node] = row
+        self.whole_free[node] = row.count(MILLI)
+        self.best_free[node] = max(max(row), 0)
+        self.gpu_free_total[node] = sum(v for v in row if v > 0)
+
+    def take(self, node: int, gpus: int, milli: int, cpu: int, mem: int, batch: bool) -> int:
+        """Allocate a pod on ``node``: ``gpus`` whole GPUs (lowest-numbered free ones) or, when
+        ``milli`` < 1000, that share of one GPU. Returns the bitmask of the GPUs taken."""
+        row: list[int] = self.gpu_free[node].tolist()
+        mask = 0
+        if milli >= MILLI:
+            taken = 0
+            for g, free in enumerate(row):
+                if taken == gpus:
+                    break
+                if free == MILLI:
+                    row[g] = 0
+                    mask |= 1 << g
+                    taken += 1
+        elif milli > 0:
+            g = min((free, g) for g, free in enumerate(row) if free >= milli)[1]
+            row[g] -= milli
+            mask = 1 << g
+        self._refresh(node, row)
+        self.cpu_free[node] -= cpu
+        self.mem_free[node] -= mem
+        self.pods_on[node] += 1
+        self.batch_pods_on[node] += int(batch)
+        return mask
+
+    def give_back(self, node: int, mask: int, milli: int, cpu: int, mem: int, batch: bool) -> None:
+        row: list[int] = self.gpu_free[node].tolist()
+        share = min(milli, MILLI)
+        g = 0
+        while mask:
+            if mask & 1:
+                row[g] += share
+            mask >>= 1
+            g += 1
+        self._refresh(node, row)
+        self.cpu_free[node] += cpu
+        self.mem_free[node] += mem
+        self.pods_on[node] -= 1
+        self.batch_pods_on[node] -= int(batch)
+
+    # -- what the summary and the autoscaler read --------------------------------------------------
+
+    def gpus_used(self) -> Int64:
+        """Thousandths of GPUs requested by pods on each node."""
+        return self.gpus.astype(np.int64) * MILLI - self.gpu_free_total
+
+    def nodes_up(self) -> npt.NDArray[np.int32]:
+        return np.bincount(self.pool[self.up], minlength=len(self.pools)).astype(np.int32)
+
+    def name(self, node: int) -> str:
+        return self.pools[int(self.pool[node])].name_of(int(self.slot[node]))
+
+
+def hostlist(names: list[str]) -> str:
+    """A Slurm-style host list: ``h100-[0-3,7]`` from ``h100-0 .. h100-3, h100-7``; other names as
+    they are, comma-separated."""
+    groups: dict[str, list[tuple[int, int]]] = {}
+    plain: list[str] = []
+    for name in names:
+        stem = name.rstrip("0123456789")
+        digits = name[len(stem) :]
+        if digits and (digits == "0" or not digits.startswith("0")):
+            groups.setdefault(stem, []).append((int(digits), 0))
+        else:
+            plain.append(name)
+    parts = []
+    for stem, numbers in groups.items():
+        values = sorted({n for n, _ in numbers})
+        ranges: list[str] = []
+        first = last = values[0]
+        for v in values[1:]:
+            if v == last + 1:
+                last = v
+                continue
+            ranges.append(f"{first}-{last}" if last > first else str(first))
+            first = last = v
+        ranges.append(f"{first}-{last}" if last > first else str(first))
+        parts.append(f"{stem}[{','.join(ranges)}]" if len(values) > 1 else f"{stem}{values[0]}")
+    return ",".join(parts + plain)

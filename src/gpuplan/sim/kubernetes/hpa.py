@@ -1,0 +1,72 @@
+"""HorizontalPodAutoscaler for an inference Deployment whose metric is requests/s per replica.
+
+The algorithm of https://kubernetes.io/docs/tasks/run-application/horizontal-pod-autoscale/:
+every ``--horizontal-pod-autoscaler-sync-period`` (15 s) the controller computes
+desiredReplicas = ceil(currentReplicas x currentMetricValue / desiredMetricValue), where the metric
+is the mean utilisation of the ready replicas (demand / (ready x throughput per replica)) and the
+target is ``targetUtilization``: desired = ceil(ratio x ready replicas); within ``tolerance`` (0.1)
+of 1 nothing changes. When scaling up with replicas not ready (pending, or in their cold start),
+those count as 0 % used and the ratio is recomputed over all replicas; if that ratio no longer says
+"up" (beyond the tolerance), nothing changes (replica_calculator.go's rebalancing of ignored pods).
+Recommendations are kept for the stabilisation
+windows: scale up to the lowest recommendation of ``behavior.scaleUp.stabilizationWindowSeconds``
+(0 s), down to the highest of ``behavior.scaleDown.stabilizationWindowSeconds`` (300 s). The default
+scaling policies limit a step to max(+100 %, +4 pods) up and -100 % down per period. The result is
+clamped to [minReplicas, maxReplicas].
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from dataclasses import dataclass, field
+
+SCALE_UP_PERCENT = 100  # behavior.scaleUp.policies default: 100 % or 4 pods per 15 s, the larger
+SCALE_UP_PODS = 4
+
+
+@dataclass(frozen=True)
+class HpaSpec:
+    min_replicas: int
+    max_replicas: int
+    throughput_per_replica: float
+    target_utilization: float = 0.7
+    tolerance: float = 0.1
+    scale_up_window_s: float = 0.0
+    scale_down_window_s: float = 300.0
+
+
+@dataclass
+class Hpa:
+    spec: HpaSpec
+    history: deque[tuple[float, int]] = field(default_factory=deque)  # (time, recommendation)
+
+    def desired(self, now: float, current: int, ready: int, demand_rps: float) -> int:
+        """The replica count the HPA sets at ``now``."""
+        spec = self.spec
+        raw = current
+        per_replica_target = spec.throughput_per_replica * spec.target_utilization
+        if ready > 0:
+            ratio = demand_rps / (ready * per_replica_target)
+            if current > ready and ratio > 1.0:
+                # scaling up with pods not ready (pending or starting): they count as 0 % used
+                ratio = demand_rps / (current * per_replica_target)
+                if ratio > 1.0 + spec.tolerance:
+                    raw = max(math.ceil(ratio * current - 1e-9), current)
+            elif abs(ratio - 1.0) > spec.tolerance:
+                raw = math.ceil(ratio * ready - 1e-9)
+        elif current == 0 and demand_rps > 0:
+            raw = math.ceil(demand_rps / per_replica_target - 1e-9)
+        raw = min(max(raw, spec.min_replicas), spec.max_replicas)
+        self.history.append((now, raw))
+        horizon = max(spec.scale_up_window_s, spec.scale_down_window_s)
+        while self.history and self.history[0][0] < now - horizon:
+            self.history.popleft()
+        up = min(r for t, r in self.history if t >= now - spec.scale_up_window_s)
+        down = max(r for t, r in self.history if t >= now - spec.scale_down_window_s)
+        target = current
+        if current < up:
+            target = min(up, max(current * (100 + SCALE_UP_PERCENT) // 100, current + SCALE_UP_PODS))
+        elif current > down:
+            target = down
+        return min(max(target, spec.min_replicas), spec.max_replicas)

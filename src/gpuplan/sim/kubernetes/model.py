@@ -1,0 +1,763 @@
+"""The Kubernetes/OKE operating model: the run loop that composes Kueue, kube-scheduler, the HPA and
+the cluster autoscaler over one event heap.
+
+Each batch job is a Kubernetes Job of ``nodes`` pods, each asking ``gpus_per_node`` GPUs (or a share
+of one GPU). At every instant the loop (1) applies the instant's events in a fixed order (pod ends,
+nodes becoming Ready, job creations, waitForPodsReady timeouts, requeues, HPA syncs, autoscaler
+scans), (2) runs Kueue's admission cycles, (3) runs one kube-scheduler pass over the pending pods in
+queue order (PrioritySort: priority, then creation time; pods of jobs created at the same instant
+interleave, as the Job controller creates them concurrently), with DefaultPreemption for pods that do
+not fit, (4) repeats (2)-(3) while a preemption freed room, then (5) starts every job whose pods are
+all bound and records the timeline.
+
+A job makes progress only while all its pods are bound (a distributed job waits for every worker);
+GPUs held by a partly placed job are *idle but held*. Without Kueue nothing stops two jobs from each
+holding part of what both need: the gang deadlock of kubeflow/trainer and mpi-operator users. A job
+evicted (preempted, or timed out by waitForPodsReady) loses its work since its last checkpoint (all
+of it without a checkpoint interval) and is queued again. Kubernetes Jobs have no time limit unless
+``activeDeadlineSeconds`` is set, so the time limits of Slurm traces are not enforced.
+"""
+
+from __future__ import annotations
+
+import bisect
+import heapq
+import math
+import time
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+
+from gpuplan.scenario.kubernetes import KubernetesSettings
+from gpuplan.sim.cluster import Pool
+from gpuplan.sim.engine import Timeline
+from gpuplan.sim.kubernetes.autoscaler import scale_down_candidates, scale_up
+from gpuplan.sim.kubernetes.cluster import MILLI, NodePoolSpec, Nodes
+from gpuplan.sim.kubernetes.kueue import Decision, Kueue
+from gpuplan.sim.kubernetes.placement import PoolPlacement
+from gpuplan.sim.kubernetes.preemption import PodIndex, choose_victims
+from gpuplan.sim.kubernetes.scheduler import PodRequest, Scoring, select_node
+from gpuplan.sim.kubernetes.services import Deployments
+from gpuplan.sim.kubernetes.setup import build_kueue, job_priorities, pod_requests, pools_that_fit, scoring_of
+from gpuplan.sim.outcome import COMPLETED, REJECTED, UNFINISHED, ModelRun, PoolSchedule
+from gpuplan.workload.jobtable import Int32, Int64, JobTable
+from gpuplan.workload.services import Service
+
+MODEL = "kubernetes"
+
+# Event kinds, in the order they apply within one instant.
+END, NODE_READY, SUBMIT, PODS_READY_TIMEOUT, REQUEUE, HPA_SYNC, CA_SCAN = range(7)
+PERIODIC = (HPA_SYNC, CA_SCAN)
+MAX_ROUNDS = 20  # admission + scheduling rounds per instant (each round needs a preemption to repeat)
+
+# Job states during the run.
+WAITING, QUEUED, PLACING, RUNNING, DONE, INACTIVE = range(6)
+
+# A pending pod: (-priority, creation time, pod index, owner, generation). owner >= 0 is a job (keys of
+# an older generation are stale: the job was evicted since); owner < 0 is service replica -owner - 1.
+PodKey = tuple[int, float, int, int, int]
+
+
+class KubernetesRun:
+    """One simulation; ``run()`` then ``outcome()``."""
+
+    def __init__(
+        self,
+        jobs: JobTable,
+        pools: list[NodePoolSpec],
+        settings: KubernetesSettings,
+        services: list[Service],
+        gpu_milli: Int32 | None = None,
+        cpu_milli: Int64 | None = None,
+        memory_mib: Int64 | None = None,
+        horizon_s: float | None = None,
+        pool_aliases: dict[str, str] | None = None,
+    ) -> None:
+        order = jobs.queue_order()
+        self.jobs = jobs = jobs.take(order)
+
+        def reorder(values: Int32 | Int64 | None) -> Int64 | None:
+            return None if values is None else np.asarray(values, np.int64)[order]
+
+        self.settings = settings
+        self.pool_specs = pools
+        self.nodes = Nodes(pools)
+        self.horizon_s = horizon_s
+        n = len(jobs)
+        self.requests, self.milli_of_job = pod_requests(
+            jobs, pools, reorder(gpu_milli), reorder(cpu_milli), reorder(memory_mib), pool_aliases
+        )
+        self.flavored: dict[tuple[PodRequest, int], PodRequest] = {}
+        self.priority = job_priorities(jobs, settings)
+        self.scoring: Scoring = scoring_of(settings)
+        self.pods = jobs.nodes.astype(np.int64)
+        self.first_pod = np.concatenate([[0], np.cumsum(self.pods)]).astype(np.int64)
+        total_pods = int(self.first_pod[-1])
+        self.pod_node = np.full(total_pods, -1, np.int32)
+        self.pod_mask = np.zeros(total_pods, np.int64)
+        self.final_node = np.full(total_pods, -1, np.int32)  # nodes of each job's last run
+        self.state = np.full(n, WAITING, np.int8)
+        self.placed = np.zeros(n, np.int64)
+        self.pool_sel = np.array([r.pool for r in self.requests], np.int32) if n else np.zeros(0, np.int32)
+        self.remaining = jobs.duration_s.astype(np.float64).copy()
+        self.done_work = np.zeros(n)  # work saved by checkpoints before the last eviction
+        self.run_began = np.full(n, np.nan)
+        self.start_s = np.full(n, np.nan)
+        self.end_s = np.full(n, np.nan)
+        self.preemptions = np.zeros(n, np.int32)
+        self.lost_gpu_s = np.zeros(n)
+        self.generation = np.zeros(n, np.int64)
+        self.requeues = np.zeros(n, np.int32)
+        self.queue_ts = jobs.submit_s.astype(np.float64).copy()  # Kueue queue-ordering timestamp
+        self.held_since = np.zeros(n)
+        self.idle_held_gpu_s = np.zeros(n)
+        self.checkpoint = np.asarray(jobs.column("checkpoint_s"), np.float64)
+        self.job_gpus = self.milli_of_job * self.pods / MILLI
+        self.rejected = np.zeros(n, bool)
+        self.placing = 0  # jobs with pods created but not all bound
+        self.index = PodIndex(self.nodes.count, self.priority.tolist())
+        self.events: list[tuple[float, int, int, int, int]] = []
+        self.seq = 0
+        self.batch_events = 0  # events in the heap other than the periodic syncs and scans
+        self.now = 0.0
+        self.pending: list[PodKey] = []
+        self.fresh: list[PodKey] = []
+        self.freed = True  # capacity was freed since the last pass: every pending pod is tried again
+        self.newly_admitted: list[int] = []
+        self.counts = dict.fromkeys(
+            ("fragmented", "timeouts", "deactivated", "kueue_preemptions", "pod_preemptions"), 0
+        )
+        # timeline bookkeeping, per pool
+        self.pool_used = [0] * len(pools)
+        self.pool_queued = [0] * len(pools)
+        self.up_count = [int(c) for c in self.nodes.nodes_up()]
+        self.rows: list[tuple[float, int, int, int, int]] = []
+        self.last_row: list[tuple[int, int, int] | None] = [None] * len(pools)
+        self.node_s_up = [0.0] * len(pools)
+        self.up_since = [0.0] * len(pools)
+        self.touched: set[int] = set(range(len(pools)))  # pools whose timeline row may have changed
+        self.clock = 0.0  # time up to which node-hours and borrowing are integrated
+        # Kueue
+        self.flavors_of_job = pools_that_fit(self.requests, pools)
+        self.kueue: Kueue | None = None
+        self.queue_of_job: Int32 = np.zeros(n, np.int32)
+        self.queue_names: list[str] = []
+        if settings.kueue.enable:
+            self.kueue, self.queue_of_job, self.queue_names = build_kueue(
+                jobs,
+                settings.kueue,
+                [p.name for p in pools],
+                self.milli_of_job * self.pods,
+                self.priority,
+                pools,
+                self.flavors_of_job,
+            )
+        self.cohort_queues = (
+            [
+                q
+                for q, queue in enumerate(self.kueue.queues)
+                if self.kueue.tree.nodes[queue.policy.node].parent >= 0
+            ]
+            if self.kueue is not None
+            else []
+        )
+        self.borrowed_gpu_s = [0.0] * len(self.queue_names)
+        self.wait_ready = settings.kueue.waitForPodsReady
+        # services and node autoscaling
+        self.deployments = Deployments(services, settings, pools)
+        self.autoscaled = np.array([p.autoscaled for p in pools], bool)
+        self.provisioning = [0] * len(pools)
+        self.provisioning_slots: set[int] = set()
+        self.unneeded_since: dict[int, float] = {}
+        self.last_scale_up = -math.inf
+        self.pool_added = [0] * len(pools)
+        self.pool_removed = [0] * len(pools)
+
+    # -- the loop ----------------------------------------------------------------------------------
+
+    def _push(self, when: float, kind: int, a: int = 0, b: int = 0) -> None:
+        self.seq += 1
+        heapq.heappush(self.events, (when, kind, self.seq, a, b))
+        if kind not in PERIODIC:
+            self.batch_events += 1
+
+    def run(self) -> None:
+        for j in range(len(self.jobs)):
+            if self.flavors_of_job[j]:
+                self._push(float(self.jobs.submit_s[j]), SUBMIT, j)
+            else:
+                self.rejected[j] = True
+        if self.deployments:
+            self.deployments.start(self._queue_replica)
+            self._scheduler_pass()  # the warm replicas are bound before the first sync
+            self._push(0.0, HPA_SYNC)
+        if self.autoscaled.any():
+            self._push(0.0, CA_SCAN)
+        events = self.events
+        while events:
+            now = events[0][0]
+            self._advance(now)
+            while events and events[0][0] == now:
+                _, kind, _, a, b = heapq.heappop(events)
+                if kind not in PERIODIC:
+                    self.batch_events -= 1
+                self._handle(kind, a, b)
+            self._schedule()
+            self._record()
+        self._advance(max(self.now, self.horizon_s or 0.0, self.deployments.span_s))
+        for pool in range(len(self.pool_specs)):
+            self._node_hours(pool)
+        for j in np.flatnonzero(self.state == PLACING).tolist():  # held idle to the end
+            self._idle_until_now(j)
+
+    def _advance(self, now: float) -> None:
+        """Move the clock, integrating the GPUs each ClusterQueue borrows."""
+        dt = now - self.clock
+        if dt > 0:
+            if self.kueue is not None:
+                tree, queues = self.kueue.tree, self.kueue.queues
+                for q in self.cohort_queues:
+                    borrowed = tree.borrowed(queues[q].policy.node)
+                    if borrowed:
+                        self.borrowed_gpu_s[q] += borrowed / MILLI * dt
+            self.clock = now
+        self.now = now
+
+    def _handle(self, kind: int, a: int, b: int) -> None:
+        if kind == END:
+            if self.generation[a] == b and self.state[a] == RUNNING:
+                self._finish(a)
+        elif kind == SUBMIT:
+            self._enqueue(a)
+        elif kind == REQUEUE:
+            if self.generation[a] == b:
+                self._enqueue(a)
+        elif kind == PODS_READY_TIMEOUT:
+            if self.generation[a] == b and self.state[a] == PLACING:
+                self._pods_ready_timeout(a)
+        elif kind == NODE_READY:
+            self._node_ready(a)
+        elif kind == HPA_SYNC:
+            period = self.settings.hpa.syncPeriod
+            self.deployments.sync(self.now, period, self._queue_replica, self._unbind_replica)
+            if self.now + period < self.deployments.span_s:
+                self._push(self.now + period, HPA_SYNC)
+        elif kind == CA_SCAN:
+            self._autoscale()
+
+    def _schedule(self) -> None:
+        # Until nothing changes: a preemption frees room (and requeues its victim) that pods and
+        # workloads tried earlier in this instant may use.
+        for _ in range(MAX_ROUNDS):
+            if self.kueue is not None:
+                self.kueue.schedule(self.now, self._admitted, self._preempted_by_kueue, self._blocked)
+            self._scheduler_pass()
+            if not (self.freed or self.fresh):
+                break
+        for j in self.newly_admitted:
+            if self.state[j] == PLACING:
+                self.counts["fragmented"] += 1  # quota fitted, the nodes did not (Kueue issue 4329)
+        self.newly_admitted.clear()
+
+    # -- batch jobs --------------------------------------------------------------------------------
+
+    def _queued(self, j: int, delta: int) -> None:
+        pool = max(int(self.pool_sel[j]), 0)
+        self.pool_queued[pool] += delta
+        self.touched.add(pool)
+
+    def _used(self, node: int, delta: int) -> None:
+        pool = int(self.nodes.pool[node])
+        self.pool_used[pool] += delta
+        self.touched.add(pool)
+
+    def _enqueue(self, j: int) -> None:
+        self.state[j] = QUEUED
+        self._queued(j, +1)
+        if self.kueue is not None:
+            self.kueue.push(j, int(self.queue_of_job[j]), float(self.queue_ts[j]))
+        else:
+            self._create_pods(j)
+
+    def _create_pods(self, j: int) -> None:
+        """The Job runs (Kueue unsuspends it): its pods go to kube-scheduler's queue."""
+        self.state[j] = PLACING
+        self.placing += 1
+        self.held_since[j] = self.now
+        priority, generation = -int(self.priority[j]), int(self.generation[j])
+        self.fresh.extend((priority, self.now, k, j, generation) for k in range(int(self.pods[j])))
+
+    def _admitted(self, decision: Decision) -> None:
+        j = decision.job
+        self._queued(j, -1)
+        self.pool_sel[j] = decision.flavor  # the flavor's nodeLabels become the pods' node selector
+        self.requests[j] = self._with_pool(self.requests[j], decision.flavor)
+        self._queued(j, +1)
+        self._create_pods(j)
+        self.newly_admitted.append(j)
+        if self.wait_ready.enable:
+            self._push(self.now + self.wait_ready.timeout, PODS_READY_TIMEOUT, j, int(self.generation[j]))
+
+    def _with_pool(self, pod: PodRequest, pool: int) -> PodRequest:
+        """The request with a node selector to ``pool``; equal requests are one object (the pass
+        remembers requests that fit nowhere by identity)."""
+        key = (pod, pool)
+        found = self.flavored.get(key)
+        if found is None:
+            found = self.flavored[key] = replace(pod, pool=pool)
+        return found
+
+    def _blocked(self) -> bool:
+        """waitForPodsReady.blockAdmission: nothing is admitted while an admitted job waits for pods."""
+        return self.wait_ready.enable and self.wait_ready.blockAdmission and self.placing > 0
+
+    def _idle_until_now(self, j: int) -> None:
+        if self.state[j] == PLACING and self.placed[j]:
+            held = self.placed[j] * self.requests[j].gpu_milli_total / MILLI
+            self.idle_held_gpu_s[j] += held * (self.now - self.held_since[j])
+        self.held_since[j] = self.now
+
+    def _bind(self, j: int, node: int) -> None:
+        pod = self.requests[j]
+        mask = self.nodes.take(node, pod.gpus, pod.milli, pod.cpu, pod.mem, True)
+        self._used(node, pod.gpu_milli_total)
+        self.index.add(node, j, int(self.priority[j]), pod)
+        self._idle_until_now(j)
+        p = int(self.first_pod[j] + self.placed[j])
+        self.pod_node[p], self.pod_mask[p] = node, mask
+        self.placed[j] += 1
+
+    def _release_pods(self, j: int) -> None:
+        pod, priority = self.requests[j], int(self.priority[j])
+        first = int(self.first_pod[j])
+        for p in range(first, first + int(self.placed[j])):
+            node = int(self.pod_node[p])
+            self.nodes.give_back(node, int(self.pod_mask[p]), pod.milli, pod.cpu, pod.mem, True)
+            self._used(node, -pod.gpu_milli_total)
+            self.index.remove(node, j, priority, pod)
+            self.pod_node[p], self.pod_mask[p] = -1, 0
+        self.placed[j] = 0
+        self.freed = True
+
+    def _leave(self, j: int, state: int) -> None:
+        """The job leaves PLACING or RUNNING for ``state``: pods deleted, quota returned."""
+        if self.state[j] == PLACING:
+            self._idle_until_now(j)
+            self.placing -= 1
+            self._queued(j, -1)
+        self.generation[j] += 1
+        self._release_pods(j)
+        if self.kueue is not None and j in self.kueue.flavor_of:
+            self.kueue.release(j)
+        self.state[j] = state
+
+    def _start(self, j: int) -> None:
+        self._idle_until_now(j)
+        self.state[j] = RUNNING
+        self.placing -= 1
+        self._queued(j, -1)
+        if math.isnan(self.start_s[j]):
+            self.start_s[j] = self.now
+        self.run_began[j] = self.now
+        first, last = int(self.first_pod[j]), int(self.first_pod[j + 1])
+        self.final_node[first:last] = self.pod_node[first:last]
+        self._push(self.now + float(self.remaining[j]), END, j, int(self.generation[j]))
+
+    def _finish(self, j: int) -> None:
+        self.end_s[j] = self.now
+        self.generation[j] += 1
+        self._release_pods(j)
+        if self.kueue is not None:
+            self.kueue.release(j)
+        self.state[j] = DONE
+
+    def _evict(self, j: int, requeue_after: float | None) -> None:
+        """Preempted or timed out: pods deleted, work since the last checkpoint lost, queued again."""
+        if self.state[j] == RUNNING:
+            total = self.done_work[j] + self.now - self.run_began[j]
+            interval = self.checkpoint[j]
+            saved = math.floor(total / interval) * interval if interval > 0 else 0.0
+            self.lost_gpu_s[j] += (total - saved) * self.job_gpus[j]
+            self.done_work[j] = saved
+            self.remaining[j] = float(self.jobs.duration_s[j]) - saved
+        self._leave(j, QUEUED)
+        if requeue_after is None:
+            self._enqueue(j)
+        else:
+            self._push(self.now + requeue_after, REQUEUE, j, int(self.generation[j]))
+
+    def _preempted_by_kueue(self, j: int) -> None:
+        self.preemptions[j] += 1
+        self.counts["kueue_preemptions"] += 1
+        self._evict(j, None)  # requeued in its place: ordered by creation time
+
+    def _pods_ready_timeout(self, j: int) -> None:
+        """waitForPodsReady.timeout: evict and requeue after backoffBaseSeconds x 2^(n-1) (at most
+        backoffMaxSeconds), ordered by eviction or creation time; deactivated past backoffLimitCount."""
+        self.counts["timeouts"] += 1
+        strategy = self.wait_ready.requeuingStrategy
+        self.requeues[j] += 1
+        limit = strategy.backoffLimitCount
+        if limit is not None and self.requeues[j] > limit:
+            self._leave(j, INACTIVE)
+            self.counts["deactivated"] += 1
+            return
+        if strategy.timestamp == "Eviction":
+            self.queue_ts[j] = self.now
+        backoff = strategy.backoffBaseSeconds * 2.0 ** (int(self.requeues[j]) - 1)
+        self._evict(j, min(backoff, strategy.backoffMaxSeconds))
+
+    # -- kube-scheduler ----------------------------------------------------------------------------
+
+    def _scheduler_pass(self) -> None:
+        """Pending pods in queue order; each bound to the best node, or preempting, or left pending.
+        Without capacity freed since the last pass only new pods are tried (the others still fit
+        nowhere: kube-scheduler's unschedulable queue waits for a cluster event)."""
+        self.fresh.sort()
+        if self.freed:
+            queue = self.pending
+            for key in self.fresh:
+                bisect.insort(queue, key)
+            self.pending = []
+        else:
+            queue = self.fresh
+        self.fresh = []
+        self.freed = False
+        still: list[PodKey] = []
+        started: list[int] = []
+        # Binding only takes capacity away, so a request that fits nowhere fits nowhere for the rest of
+        # the pass (until a preemption frees some): later pods asking the same are not tried again.
+        unschedulable: set[int] = set()  # ids of (interned) requests
+        for key in queue:
+            owner = key[3]
+            if owner >= 0:
+                if self.state[owner] != PLACING or key[4] != self.generation[owner]:
+                    continue  # evicted since it was queued
+                pod = self.requests[owner]
+            else:
+                replica = self.deployments.replicas.get(-owner - 1)
+                if replica is None or replica.node >= 0:
+                    continue
+                pod = self.deployments.request(-owner - 1)
+            if id(pod) in unschedulable:
+                still.append(key)
+                continue
+            node = select_node(self.nodes, pod, self.scoring)
+            if node < 0 and -key[0] > self.index.lowest:
+                node = self._preempt_for(pod, -key[0])
+                if node >= 0:
+                    unschedulable.clear()
+            if node < 0:
+                unschedulable.add(id(pod))
+                still.append(key)
+                continue
+            if owner >= 0:
+                self._bind(owner, node)
+                if self.placed[owner] == self.pods[owner]:
+                    started.append(owner)
+            else:
+                self._bind_replica(-owner - 1, node)
+        for key in still:
+            bisect.insort(self.pending, key)
+        for j in started:
+            self._start(j)
+
+    def _preempt_for(self, pod: PodRequest, priority: int) -> int:
+        nodes = self.nodes
+
+        def freed_on(j: int, node: int) -> tuple[list[int], int, int]:
+            spec = self.requests[j]
+            bits: list[int] = []
+            cpu = mem = 0
+            first = int(self.first_pod[j])
+            for p in range(first, first + int(self.placed[j])):
+                if self.pod_node[p] == node:
+                    mask = int(self.pod_mask[p])
+                    bits.extend(
+                        x for g in range(nodes.max_gpus) if mask >> g & 1 for x in (g, min(spec.milli, MILLI))
+                    )
+                    cpu += spec.cpu
+                    mem += spec.mem
+            return bits, cpu, mem
+
+        node, victims = choose_victims(
+            nodes,
+            self.index,
+            pod,
+            priority,
+            lambda j: int(self.priority[j]),
+            freed_on,
+            lambda j: float(self.run_began[j]) if self.run_began[j] == self.run_began[j] else 0.0,
+        )
+        for victim in victims:
+            self.preemptions[victim] += 1
+            self.counts["pod_preemptions"] += 1
+            self._evict(victim, None)
+        return node
+
+    # -- service replicas --------------------------------------------------------------------------
+
+    def _queue_replica(self, rid: int, priority: int, created: float) -> None:
+        self.fresh.append((-priority, created, 0, -rid - 1, 0))
+
+    def _bind_replica(self, rid: int, node: int) -> None:
+        replica = self.deployments.replicas[rid]
+        pod = self.deployments.request(rid)
+        replica.node = node
+        replica.mask = self.nodes.take(node, pod.gpus, pod.milli, pod.cpu, pod.mem, False)
+        if replica.ready_at != -1.0:  # warm replicas serve from the start
+            replica.ready_at = self.now + self.settings.hpa.coldStart
+        self._used(node, pod.gpu_milli_total)
+
+    def _unbind_replica(self, rid: int) -> None:
+        replica = self.deployments.replicas[rid]
+        pod = self.deployments.request(rid)
+        self.nodes.give_back(replica.node, replica.mask, pod.milli, pod.cpu, pod.mem, False)
+        self._used(replica.node, -pod.gpu_milli_total)
+        replica.node, replica.mask, replica.ready_at = -1, 0, math.inf
+        self.freed = True
+
+    # -- cluster autoscaler ------------------------------------------------------------------------
+
+    def _unschedulable(self) -> list[PodRequest]:
+        requests = []
+        for key in self.pending:  # tried by kube-scheduler and left pending (new pods are not yet)
+            owner = key[3]
+            if owner >= 0:
+                if self.state[owner] == PLACING and key[4] == self.generation[owner]:
+                    requests.append(self.requests[owner])
+            else:
+                replica = self.deployments.replicas.get(-owner - 1)
+                if replica is not None and replica.node < 0:
+                    requests.append(self.deployments.request(-owner - 1))
+        return requests
+
+    def _set_up(self, node: int, up: bool) -> None:
+        pool = int(self.nodes.pool[node])
+        self._node_hours(pool)
+        self.nodes.up[node] = up
+        self.up_count[pool] += 1 if up else -1
+        self.touched.add(pool)
+
+    def _node_hours(self, pool: int) -> None:
+        """Integrate the pool's nodes up to now (node-hours for cost)."""
+        self.node_s_up[pool] += self.up_count[pool] * (self.now - self.up_since[pool])
+        self.up_since[pool] = self.now
+
+    def _node_ready(self, node: int) -> None:
+        self.provisioning_slots.discard(node)
+        self.provisioning[int(self.nodes.pool[node])] -= 1
+        self._set_up(node, True)
+        self.freed = True
+
+    def _autoscale(self) -> None:
+        """One cluster-autoscaler scan (see autoscaler.py): scale up for unschedulable pods, mark and
+        remove unneeded nodes. Scans stop when nothing is left to do."""
+        ca = self.settings.clusterAutoscaler
+        changed = False
+        pending = self._unschedulable()
+        if pending:
+            for pool, count in scale_up(self.nodes, self.provisioning, pending).items():
+                first, stop = int(self.nodes.pool_first[pool]), int(self.nodes.pool_first[pool + 1])
+                slots = [
+                    s for s in range(first, stop) if not self.nodes.up[s] and s not in self.provisioning_slots
+                ]
+                for slot in slots[:count]:
+                    self.provisioning_slots.add(slot)
+                    self.provisioning[pool] += 1
+                    self.pool_added[pool] += 1
+                    self._push(self.now + self.pool_specs[pool].provision_delay_s, NODE_READY, slot)
+                    changed = True
+                self.last_scale_up = self.now
+        unneeded = set(
+            scale_down_candidates(self.nodes, ca.scaleDownUtilizationThreshold, self.autoscaled).tolist()
+        )
+        for node in [node for node in self.unneeded_since if node not in unneeded]:
+            del self.unneeded_since[node]
+        for node in unneeded:
+            self.unneeded_since.setdefault(node, self.now)
+        if self.now - self.last_scale_up >= ca.scaleDownDelayAfterAdd:
+            changed |= self._scale_down(ca.scaleDownUnneededTime)
+        removable = any(
+            self.up_count[p] > self.pool_specs[p].min_nodes
+            for p in {int(self.nodes.pool[node]) for node in self.unneeded_since}
+        )
+        busy = self.batch_events > 0 or self.now < self.deployments.span_s or pending or removable
+        if busy or changed or any(self.provisioning):
+            self._push(self.now + ca.scanInterval, CA_SCAN)
+
+    def _scale_down(self, unneeded_time: float) -> bool:
+        """Remove nodes unneeded for long enough: empty ones all, one with replicas per scan."""
+        removed_busy = changed = False
+        for node in sorted(self.unneeded_since):
+            pool = int(self.nodes.pool[node])
+            if (
+                self.now - self.unneeded_since[node] < unneeded_time
+                or self.up_count[pool] <= self.pool_specs[pool].min_nodes
+            ):
+                continue
+            replicas = self.deployments.on_node(node)
+            if replicas:
+                if removed_busy or not self._fit_elsewhere(node, replicas):
+                    continue
+                removed_busy = True
+                for rid in replicas:  # the ReplicaSet recreates them; they cold-start elsewhere
+                    self._unbind_replica(rid)
+                    self._queue_replica(rid, self.deployments.priority(rid), self.now)
+            del self.unneeded_since[node]
+            self._set_up(node, False)
+            self.pool_removed[pool] += 1
+            changed = True
+        return changed
+
+    def _fit_elsewhere(self, node: int, replicas: list[int]) -> bool:
+        self.nodes.up[node] = False
+        try:
+            return all(
+                select_node(self.nodes, self.deployments.request(r), self.scoring) >= 0 for r in replicas
+            )
+        finally:
+            self.nodes.up[node] = True
+
+    # -- timeline and outcome ----------------------------------------------------------------------
+
+    def _record(self) -> None:
+        for i in sorted(self.touched):
+            row = ((self.pool_used[i] + MILLI // 2) // MILLI, self.pool_queued[i], self.up_count[i])
+            if row != self.last_row[i]:
+                self.rows.append((self.now, i, *row))
+                self.last_row[i] = row
+        self.touched.clear()
+
+    def outcome(self, simulate_s: float) -> ModelRun:
+        n = len(self.jobs)
+        state = np.full(n, UNFINISHED, np.int8)
+        completed = self.state == DONE
+        state[completed] = COMPLETED
+        state[self.rejected] = REJECTED
+        start_s = np.where(completed, self.start_s, np.nan)
+        end_s = np.where(completed, self.end_s, np.nan)
+        first_node = self.final_node[np.minimum(self.first_pod[:-1], max(len(self.final_node) - 1, 0))]
+        ran_on = (
+            np.where((self.pods > 0) & completed, first_node, -1) if len(self.final_node) else np.full(n, -1)
+        )
+        pool_of_job = np.where(
+            ran_on >= 0, self.nodes.pool[np.maximum(ran_on, 0)], np.maximum(self.pool_sel, 0)
+        ).astype(np.int32)
+        rows = np.array(self.rows, dtype=np.float64).reshape(-1, 5)
+        schedules = []
+        for i, spec in enumerate(self.pool_specs):
+            members = np.flatnonzero(pool_of_job == i)
+            mine = rows[rows[:, 1] == i]
+            timeline = Timeline(
+                mine[:, 0].copy(),
+                mine[:, 2].astype(np.int64),
+                mine[:, 3].astype(np.int32),
+                mine[:, 4].astype(np.int32),
+            )
+            placement = PoolPlacement(
+                timeline, self.nodes, self.final_node, self.first_pod, members, completed[members]
+            )
+            nodes = max(spec.nodes, spec.max_nodes)
+            pool = Pool(spec.name, nodes, spec.gpus_per_node, spec.name, spec.price_per_gpu_hour)
+            gpu_hours_up = self.node_s_up[i] * spec.gpus_per_node / 3600.0
+            schedules.append(PoolSchedule(pool, members, placement, gpu_hours_up=gpu_hours_up))
+        return ModelRun(
+            model=MODEL,
+            settings=self._echo(),
+            jobs=self.jobs,
+            run_s=self.jobs.duration_s.astype(np.float64).copy(),
+            state=state,
+            start_s=start_s,
+            end_s=end_s,
+            pool_of_job=pool_of_job,
+            pools=schedules,
+            services=self.deployments.outcomes(),
+            simulate_s=simulate_s,
+            preemptions=self.preemptions,
+            lost_gpu_s=self.lost_gpu_s,
+            job_gpus=self.job_gpus,
+            extra={"kubernetes": self._figures()},
+        )
+
+    def _echo(self) -> dict[str, Any]:
+        s = self.settings
+        echoed: dict[str, Any] = {"kueue": s.kueue.enable, "scoringStrategy": s.scheduler.scoringStrategy}
+        if s.kueue.enable:
+            echoed["clusterQueues"] = self.queue_names
+            echoed["fairSharing"] = s.kueue.fairSharing.enable
+            echoed["waitForPodsReady"] = s.kueue.waitForPodsReady.enable
+        return echoed
+
+    def _figures(self) -> dict[str, Any]:
+        """Figures only this model has: gang idle time, Kueue admission and borrowing, node pools."""
+        partial = (self.state == PLACING) & (self.placed > 0)
+        figures: dict[str, Any] = {
+            "gang": {
+                "idle_held_gpu_hours": float(self.idle_held_gpu_s.sum() / 3600.0),
+                # jobs holding part of their GPUs when nothing else can happen: the deadlock
+                "jobs_partly_placed_at_end": int(np.count_nonzero(partial)),
+                "gpus_held_idle_at_end": float((self.placed * self.milli_of_job)[partial].sum() / MILLI),
+                "deadlocked": bool(partial.any()),
+            },
+            "preemption": {
+                "by_kueue": self.counts["kueue_preemptions"],
+                "by_kube_scheduler": self.counts["pod_preemptions"],
+            },
+            "node_pools": {
+                spec.name: {
+                    "node_hours": self.node_s_up[i] / 3600.0,
+                    "nodes_min": spec.min_nodes,
+                    "nodes_max": max(spec.max_nodes, spec.nodes),
+                    "nodes_added": self.pool_added[i],
+                    "nodes_removed": self.pool_removed[i],
+                }
+                for i, spec in enumerate(self.pool_specs)
+            },
+        }
+        if self.kueue is not None:
+            kueue, tree = self.kueue, self.kueue.tree
+            job_gpu_s = np.where(self.state == DONE, self.job_gpus * self.jobs.duration_s, 0.0)
+            figures["kueue"] = {
+                "quota_fit_but_fragmented": self.counts["fragmented"],
+                "pods_ready_timeouts": self.counts["timeouts"],
+                "deactivated": self.counts["deactivated"],
+                "borrowing_admissions": kueue.borrowing_admissions,
+                "reclaims": kueue.reclaims,
+                "preemptions_within_cluster_queue": kueue.within_queue_preemptions,
+                "cluster_queues": {
+                    name: {
+                        "nominal_gpus": sum(tree.nodes[kueue.queues[q].policy.node].nominal) / MILLI,
+                        "gpu_hours": float(job_gpu_s[self.queue_of_job == q].sum() / 3600.0),
+                        "borrowed_gpu_hours": self.borrowed_gpu_s[q] / 3600.0,
+                        "peak_borrowed_gpus": kueue.peak_borrowed[q] / MILLI,
+                    }
+                    for q, name in enumerate(self.queue_names)
+                },
+            }
+        return figures
+
+
+def simulate_kubernetes(
+    jobs: JobTable,
+    pools: list[NodePoolSpec],
+    settings: KubernetesSettings,
+    services: list[Service] | None = None,
+    *,
+    gpu_milli: Int32 | None = None,
+    cpu_milli: Int64 | None = None,
+    memory_mib: Int64 | None = None,
+    horizon_s: float | None = None,
+    pool_aliases: dict[str, str] | None = None,
+) -> ModelRun:
+    """Run ``jobs`` and ``services`` on ``pools`` under the Kubernetes model. ``gpu_milli`` (per job,
+    aligned with ``jobs``) asks a share of one GPU where < 1000; ``cpu_milli`` and ``memory_mib`` are
+    per-pod requests (default: the node's share for the pod's GPUs); ``pool_aliases`` maps partition
+    labels that are not pool names (Slurm partitions, workloads) to pools."""
+    run = KubernetesRun(
+        jobs, pools, settings, services or [], gpu_milli, cpu_milli, memory_mib, horizon_s, pool_aliases
+    )
+    began = time.perf_counter()
+    run.run()
+    return run.outcome(time.perf_counter() - began)

@@ -1,0 +1,147 @@
+"""Kueue's quota tree: ClusterQueues and (hierarchical) cohorts, their quotas and usage per flavor.
+
+Follows Kueue's resource-node arithmetic (pkg/cache/scheduler/resource_node.go, described in
+https://kueue.sigs.k8s.io/docs/concepts/cluster_queue/ and .../hierarchical_cohorts/):
+
+- ``SubtreeQuota`` of a ClusterQueue is its ``nominalQuota``; of a cohort, its own quota plus each
+  child's SubtreeQuota minus the child's *local quota*.
+- *local quota* = SubtreeQuota - ``lendingLimit`` (0 when no lendingLimit): capacity a node keeps for
+  itself and never lends to its cohort.
+- Usage past a node's local quota is stored in its parent (so the cohort sees what its members borrow
+  from the shared pool).
+- ``available`` = local quota not used + what the parent has available, the latter capped by
+  ``borrowingLimit``: stored in parent - used in parent + borrowingLimit. A root's available is its
+  SubtreeQuota - Usage.
+
+Quantities are thousandths of ``nvidia.com/gpu`` (integers); ``math.inf`` is "no limit".
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+NO_LIMIT = math.inf
+
+
+@dataclass
+class QuotaNode:
+    """A ClusterQueue (``is_queue``) or a cohort."""
+
+    name: str
+    is_queue: bool
+    nominal: list[float]  # per flavor
+    borrowing_limit: list[float]  # NO_LIMIT when unset
+    lending_limit: list[float]  # NO_LIMIT when unset (everything can be lent)
+    parent: int = -1
+    weight: float = 1.0  # fairSharing.weight
+    subtree: list[float] = field(default_factory=list)
+    usage: list[float] = field(default_factory=list)
+    children: list[int] = field(default_factory=list)
+
+
+class QuotaTree:
+    """Quotas and usage of every ClusterQueue and cohort, per flavor (pool)."""
+
+    def __init__(self, nodes: list[QuotaNode], flavors: int) -> None:
+        self.nodes = nodes
+        self.flavors = flavors
+        for i, node in enumerate(nodes):
+            node.usage = [0.0] * flavors
+            if node.parent >= 0:
+                nodes[node.parent].children.append(i)
+        for i, node in enumerate(nodes):
+            if node.parent < 0:
+                self._accumulate(i)
+        self.version = [0] * len(nodes)  # bumped at the root of a tree whenever usage in it changes
+        self.changes = 0  # usage changes anywhere
+
+    def _accumulate(self, i: int) -> None:
+        node = self.nodes[i]
+        node.subtree = list(node.nominal)
+        for child in node.children:
+            self._accumulate(child)
+            for f in range(self.flavors):
+                node.subtree[f] += self.nodes[child].subtree[f] - self.local_quota(child, f)
+
+    def root(self, i: int) -> int:
+        while self.nodes[i].parent >= 0:
+            i = self.nodes[i].parent
+        return i
+
+    def local_quota(self, i: int, f: int) -> float:
+        node = self.nodes[i]
+        lending = node.lending_limit[f]
+        if lending == NO_LIMIT:
+            return 0.0
+        return max(0.0, node.subtree[f] - lending)
+
+    def local_available(self, i: int, f: int) -> float:
+        return max(0.0, self.local_quota(i, f) - self.nodes[i].usage[f])
+
+    def available(self, i: int, f: int) -> float:
+        """What node ``i`` can still admit on flavor ``f``, borrowing included."""
+        node = self.nodes[i]
+        if node.parent < 0:
+            return node.subtree[f] - node.usage[f]
+        parent_available = self.available(node.parent, f)
+        borrowing = node.borrowing_limit[f]
+        if borrowing != NO_LIMIT:
+            local = self.local_quota(i, f)
+            stored_in_parent = node.subtree[f] - local
+            used_in_parent = max(0.0, node.usage[f] - local)
+            parent_available = min(stored_in_parent - used_in_parent + borrowing, parent_available)
+        return self.local_available(i, f) + parent_available
+
+    def add_usage(self, i: int, f: int, value: float) -> None:
+        self.changes += 1
+        local_available = self.local_available(i, f)
+        node = self.nodes[i]
+        node.usage[f] += value
+        if node.parent >= 0 and value > local_available:
+            self.add_usage(node.parent, f, value - local_available)
+        else:
+            self.version[self.root(i)] += 1
+
+    def remove_usage(self, i: int, f: int, value: float) -> None:
+        self.changes += 1
+        node = self.nodes[i]
+        stored_in_parent = node.usage[f] - self.local_quota(i, f)
+        node.usage[f] -= value
+        if stored_in_parent <= 0 or node.parent < 0:
+            self.version[self.root(i)] += 1
+            return
+        self.remove_usage(node.parent, f, min(value, stored_in_parent))
+
+    def borrowing(self, i: int, f: int) -> bool:
+        """Usage above its own quota on ``f`` (Kueue's IsBorrowing)."""
+        node = self.nodes[i]
+        return node.usage[f] > node.subtree[f] + 1e-9
+
+    def borrowed(self, i: int) -> float:
+        """Quota used above the node's own, over all flavors."""
+        node = self.nodes[i]
+        total = 0.0
+        for f in range(self.flavors):
+            over = node.usage[f] - node.subtree[f]
+            if over > 0:
+                total += over
+        return total
+
+    def share(self, i: int, extra: float = 0.0, flavor: int = -1) -> float:
+        """Weighted dominant resource share (fair_sharing.go): GPUs used above the node's quota over
+        what its cohort can lend, / ``fairSharing.weight``; 0 when not borrowing. ``extra`` adds a
+        workload's request on ``flavor`` first."""
+        node = self.nodes[i]
+        if node.parent < 0:
+            return 0.0
+        borrowed = 0.0
+        for f in range(self.flavors):
+            usage = node.usage[f] + (extra if f == flavor else 0.0)
+            borrowed += max(0.0, usage - node.subtree[f])
+        if borrowed <= 0:
+            return 0.0
+        lendable = sum(self.nodes[node.parent].subtree)
+        if node.weight == 0:
+            return math.inf
+        return borrowed / max(lendable, 1e-9) * 1000.0 / node.weight

@@ -1,0 +1,136 @@
+"""``gpuplan simulate --model kubernetes``: the model's settings, node pools and jobs from the input.
+
+A scenario's pools become OKE node pools (``models.kubernetes.nodePools`` sets their autoscaling
+bounds and provisioning delay); a pod trace runs on its node list, grouped into node pools of
+identical nodes (GPU model, GPUs, CPU, memory); another trace runs on the pool ``simulate`` sizes.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from gpuplan.scenario.kubernetes import KubernetesSettings, kubernetes_problems
+from gpuplan.scenario.load import LoadedScenario, Problem, ScenarioError, field_path
+from gpuplan.scenario.model import BatchWorkload
+from gpuplan.scenario.source import load_yaml
+from gpuplan.sim.kubernetes.cluster import NodePoolSpec
+from gpuplan.sim.kubernetes.model import simulate_kubernetes
+from gpuplan.sim.outcome import ModelRun
+from gpuplan.workload.k8s_pods import NodeList, PodTrace
+
+if TYPE_CHECKING:
+    from gpuplan.inputs import Input
+
+MIB_PER_GB = 1024
+
+
+def check_scenario(loaded: LoadedScenario) -> None:
+    """Raise ScenarioError (file, line, field) for references of models.kubernetes that do not resolve."""
+    scenario = loaded.scenario
+    services = [w.name for w in scenario.workloads if getattr(w, "kind", "") == "service"]
+    found = kubernetes_problems(
+        scenario.models.kubernetes,
+        [team.name for team in scenario.teams],
+        [pool.name for pool in scenario.cluster.pools],
+        services,
+    )
+    if found:
+        located = load_yaml(loaded.path)
+        raise ScenarioError(
+            loaded.path, [Problem(located.line_of(loc), field_path(loc), message) for loc, message in found]
+        )
+
+
+def scenario_pools(loaded: LoadedScenario, settings: KubernetesSettings) -> list[NodePoolSpec]:
+    bounds = {pool.pool: pool for pool in settings.nodePools}
+    pools = []
+    for pool in loaded.pools:
+        spec = bounds.get(pool.name)
+        nodes = pool.nodes
+        pools.append(
+            NodePoolSpec(
+                name=pool.name,
+                gpus_per_node=pool.gpus_per_node,
+                cpu_milli=(pool.cpus_per_node or 0) * 1000,
+                memory_mib=int((pool.memory_gb or 0) * MIB_PER_GB),
+                nodes=nodes,
+                min_nodes=nodes if spec is None or spec.minNodes is None else min(spec.minNodes, nodes),
+                max_nodes=nodes if spec is None or spec.maxNodes is None else max(spec.maxNodes, nodes),
+                provision_delay_s=600.0 if spec is None else spec.provisionDelay,
+                price_per_gpu_hour=pool.price_per_gpu_hour,
+            )
+        )
+    return pools
+
+
+def node_list_pools(nodes: NodeList) -> list[NodePoolSpec]:
+    """Node pools of identical nodes from a node list, in order of first appearance; CPU-only nodes
+    are left out (every pod here asks for GPUs)."""
+    groups: dict[tuple[str, int, int, int], list[str]] = {}
+    for name, model, gpus, cpu, mem in zip(
+        nodes.names,
+        nodes.model,
+        nodes.gpus.tolist(),
+        nodes.cpu_milli.tolist(),
+        nodes.memory_mib.tolist(),
+        strict=True,
+    ):
+        if gpus > 0:
+            groups.setdefault((model, gpus, cpu, mem), []).append(name)
+    pools = []
+    used: set[str] = set()
+    for (model, gpus, cpu, mem), names in groups.items():
+        base = f"{(model or 'gpu').lower()}-{gpus}gpu-{cpu // 1000}c"
+        name = base if base not in used else f"{base}-{mem // 1024}g"
+        used.add(name)
+        pools.append(
+            NodePoolSpec(name, gpus, cpu, mem, len(names), len(names), len(names), node_names=tuple(names))
+        )
+    return pools
+
+
+def _pool_aliases(loaded: LoadedScenario) -> dict[str, str]:
+    """Partition labels of synthesised jobs -> pool: pools by name, Slurm partitions by the pool they span."""
+    aliases = {pool.name: pool.name for pool in loaded.pools}
+    slurm = loaded.scenario.models.slurm
+    for partition in getattr(slurm, "partitions", []):
+        aliases.setdefault(partition.name, partition.pool)
+    for workload in loaded.scenario.workloads:
+        if isinstance(workload, BatchWorkload) and workload.pool is not None:
+            aliases.setdefault(workload.name, workload.pool)
+    return aliases
+
+
+def run_kubernetes(loaded: Input, request: Any) -> ModelRun:
+    """The Kubernetes model with the scenario's ``models.kubernetes`` (defaults for a trace)."""
+    workload = loaded.workload
+    jobs = workload.jobs
+    settings = KubernetesSettings()
+    extras: dict[str, Any] = {}
+    if loaded.scenario is not None:
+        check_scenario(loaded.scenario)
+        settings = loaded.scenario.scenario.models.kubernetes
+        pools = scenario_pools(loaded.scenario, settings)
+        extras["pool_aliases"] = _pool_aliases(loaded.scenario)
+    elif loaded.node_list is not None:
+        pools = node_list_pools(loaded.node_list)
+    else:
+        pools = [
+            NodePoolSpec(
+                p.name,
+                p.gpus_per_node,
+                0,
+                0,
+                p.nodes,
+                p.nodes,
+                p.nodes,
+                price_per_gpu_hour=p.price_per_gpu_hour,
+            )
+            for p in loaded.pools
+        ]
+    trace = loaded.trace
+    if isinstance(trace, PodTrace) and trace.jobs is jobs:
+        extras |= {"gpu_milli": trace.gpu_milli, "cpu_milli": trace.cpu_milli, "memory_mib": trace.memory_mib}
+    return simulate_kubernetes(
+        jobs, pools, settings, workload.services, horizon_s=workload.horizon_s, **extras
+    )

@@ -1,0 +1,92 @@
+"""kube-scheduler for one pod: Filter (``NodeResourcesFit``, node selector to a pool) and Score
+(``NodeResourcesFit`` with ``scoringStrategy.type`` LeastAllocated, the default, or MostAllocated).
+
+Both run over all nodes at once as array operations. Scores follow the plugin's integer formula per
+resource in ``scoringStrategy.resources``: LeastAllocated = (allocatable - requested) x 100 /
+allocatable, MostAllocated = requested x 100 / allocatable, where requested includes the pod; the node
+score is the weighted mean. kube-scheduler picks at random among the best-scoring nodes (``selectHost``);
+here ties go to the lowest-numbered node so that runs are reproducible.
+
+GPU pools are tainted (``nvidia.com/gpu:NoSchedule`` on OKE GPU nodes) and every pod here requests GPUs
+and tolerates it, so the TaintToleration filter never removes a node; it is not modelled further.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from gpuplan.sim.kubernetes.cluster import MILLI, Nodes
+
+MAX_NODE_SCORE = 100
+
+
+@dataclass(frozen=True)
+class PodRequest:
+    """What one pod asks: ``gpus`` whole GPUs, or ``milli`` thousandths of one GPU when < 1000."""
+
+    gpus: int
+    milli: int  # per GPU: 1000 for whole GPUs
+    cpu: int  # millicores
+    mem: int  # MiB
+    pool: int  # node selector: the pool (ResourceFlavor) the pod must run in; -1: any
+
+    @property
+    def gpu_milli_total(self) -> int:
+        return self.gpus * self.milli if self.milli >= MILLI else self.milli
+
+
+@dataclass(frozen=True)
+class Scoring:
+    """``NodeResourcesFit`` args: strategy and the weight of cpu, memory and nvidia.com/gpu."""
+
+    most_allocated: bool = False
+    cpu_weight: int = 1
+    memory_weight: int = 1
+    gpu_weight: int = 0
+
+
+def feasible(nodes: Nodes, pod: PodRequest, start: int = 0, stop: int | None = None) -> np.ndarray:
+    """Filter: nodes ``start:stop`` that are Ready and have room for the pod's requests."""
+    window = slice(start, stop)
+    ok = nodes.up[window] & (nodes.cpu_free[window] >= pod.cpu) & (nodes.mem_free[window] >= pod.mem)
+    if pod.milli >= MILLI:
+        ok &= nodes.whole_free[window] >= pod.gpus
+    elif pod.milli > 0:
+        ok &= nodes.best_free[window] >= pod.milli
+    return ok
+
+
+def _resource_score(alloc: np.ndarray, used_after: np.ndarray, most: bool) -> np.ndarray:
+    safe = np.maximum(alloc, 1)
+    score = (used_after if most else alloc - used_after) * MAX_NODE_SCORE // safe
+    return np.where(alloc > 0, score, 0)
+
+
+def select_node(nodes: Nodes, pod: PodRequest, scoring: Scoring) -> int:
+    """The node kube-scheduler binds the pod to, or -1 when no node passes the filters. A pod with a
+    node selector only looks at its pool's nodes (a pool's nodes are numbered together)."""
+    start, stop = 0, nodes.count
+    if pod.pool >= 0:  # NodeAffinity filter: the pool's nodes only
+        start, stop = int(nodes.pool_first[pod.pool]), int(nodes.pool_first[pod.pool + 1])
+    candidates = np.flatnonzero(feasible(nodes, pod, start, stop)) + start
+    if len(candidates) <= 1:
+        return int(candidates[0]) if len(candidates) else -1
+    total = np.zeros(len(candidates), np.int64)
+    if scoring.cpu_weight:
+        used = nodes.cpu_alloc[candidates] - nodes.cpu_free[candidates] + pod.cpu
+        total += scoring.cpu_weight * _resource_score(
+            nodes.cpu_alloc[candidates], used, scoring.most_allocated
+        )
+    if scoring.memory_weight:
+        used = nodes.mem_alloc[candidates] - nodes.mem_free[candidates] + pod.mem
+        total += scoring.memory_weight * _resource_score(
+            nodes.mem_alloc[candidates], used, scoring.most_allocated
+        )
+    if scoring.gpu_weight:
+        alloc = nodes.gpus[candidates].astype(np.int64) * MILLI
+        used = alloc - nodes.gpu_free_total[candidates] + pod.gpu_milli_total
+        total += scoring.gpu_weight * _resource_score(alloc, used, scoring.most_allocated)
+    # the weighted sum ranks nodes as the weighted mean does
+    return int(candidates[int(total.argmax())])

@@ -1,0 +1,236 @@
+"""From settings and jobs to the model's pieces: pod requests, priorities, Kueue's queues and quotas."""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+
+from gpuplan.errors import InputError
+from gpuplan.scenario.kubernetes import FlavorQuota, KubernetesSettings
+from gpuplan.scenario.kubernetes import Kueue as KueueSettings
+from gpuplan.sim.kubernetes.cluster import MILLI, NodePoolSpec
+from gpuplan.sim.kubernetes.kueue import Kueue, QueuePolicy
+from gpuplan.sim.kubernetes.quota import NO_LIMIT, QuotaNode, QuotaTree
+from gpuplan.sim.kubernetes.scheduler import PodRequest, Scoring
+from gpuplan.workload.jobtable import Float64, Int32, Int64, JobTable
+
+DEFAULT_QUEUE = "default"
+
+
+def scoring_of(settings: KubernetesSettings) -> Scoring:
+    weights = {r.name: r.weight for r in settings.scheduler.resources}
+    return Scoring(
+        most_allocated=settings.scheduler.scoringStrategy == "MostAllocated",
+        cpu_weight=weights.get("cpu", 0),
+        memory_weight=weights.get("memory", 0),
+        gpu_weight=weights.get("nvidia.com/gpu", 0),
+    )
+
+
+def pod_requests(
+    jobs: JobTable,
+    pools: list[NodePoolSpec],
+    gpu_milli: npt.NDArray[np.integer] | None,
+    cpu_milli: npt.NDArray[np.integer] | None,
+    memory_mib: npt.NDArray[np.integer] | None,
+    pool_aliases: dict[str, str] | None = None,
+) -> tuple[list[PodRequest], Float64]:
+    """Each job's pod request and the thousandths of GPUs each of its pods uses.
+
+    The pool is the one the job's ``partition`` names (a node selector), else any. CPU and memory are
+    the trace's when given, else the node's share for the pod's GPUs (a pod of 2 of 8 GPUs asks a
+    quarter of the node's CPU and memory), as GPU pods are usually sized."""
+    by_name = {pool.name: i for i, pool in enumerate(pools)}
+    aliases = pool_aliases or {}
+    named = np.array(
+        [by_name.get(aliases.get(label, label), -1) for label in jobs.partition.labels], np.int32
+    )
+    pool_of = named[jobs.partition.codes] if len(named) else np.full(len(jobs), -1, np.int32)
+    reference = [
+        pools[p] if p >= 0 else max(pools, key=lambda q: q.gpus_per_node) for p in range(-1, len(pools))
+    ]
+    requests: list[PodRequest] = []
+    interned: dict[PodRequest, PodRequest] = {}
+    milli_per_pod = np.zeros(len(jobs))
+    gpus = jobs.gpus_per_node.tolist()
+    pool_list = pool_of.tolist()
+    cpus = jobs.cpus_per_node.tolist()
+    mems = jobs.mem_per_node.tolist()
+    milli_list = gpu_milli.tolist() if gpu_milli is not None else None
+    cpu_list = cpu_milli.tolist() if cpu_milli is not None else None
+    mem_list = memory_mib.tolist() if memory_mib is not None else None
+    for j in range(len(jobs)):
+        node = reference[pool_list[j] + 1]
+        g = int(gpus[j])
+        milli = int(milli_list[j]) if milli_list is not None else MILLI
+        if g > 1 or milli <= 0:
+            milli = MILLI
+        share = (g if milli >= MILLI else milli / MILLI) / max(node.gpus_per_node, 1)
+        cpu = (
+            int(cpu_list[j])
+            if cpu_list is not None
+            else (cpus[j] * 1000 if cpus[j] > 0 else int(node.cpu_milli * share))
+        )
+        if mem_list is not None:
+            mem = int(mem_list[j])
+        else:
+            mem = int(mems[j]) if mems[j] == mems[j] else int(node.memory_mib * share)
+        request = PodRequest(gpus=g, milli=milli, cpu=cpu, mem=mem, pool=pool_list[j])
+        requests.append(interned.setdefault(request, request))  # equal requests: one object
+        milli_per_pod[j] = g * MILLI if milli >= MILLI else milli
+    return requests, milli_per_pod
+
+
+def job_priorities(jobs: JobTable, settings: KubernetesSettings) -> Int64:
+    """Each job's PriorityClass value: by workload name, then trace QoS label, then kind, then default."""
+    priorities = settings.priorities
+    value = {c.name: c.value for c in priorities.classes}
+    assign = priorities.assign
+    workload = jobs.column("workload")
+    assert not isinstance(workload, np.ndarray)
+    result = np.full(len(jobs), value[priorities.default], np.int64)
+    for labels, codes in (
+        (jobs.kind.labels, jobs.kind.codes),
+        (jobs.qos.labels, jobs.qos.codes),
+        (workload.labels, workload.codes),
+    ):
+        for code, label in enumerate(labels):
+            if label in assign:
+                result[codes == code] = value[assign[label]]
+    return result
+
+
+def _limits(
+    quotas: list[FlavorQuota], pools: list[str], where: str
+) -> tuple[list[float], list[float], list[float]]:
+    nominal = [0.0] * len(pools)
+    borrowing = [NO_LIMIT] * len(pools)
+    lending = [NO_LIMIT] * len(pools)
+    for quota in quotas:
+        if quota.name not in pools:
+            raise InputError(
+                f"no pool (ResourceFlavor) named {quota.name!r} (pools: {', '.join(pools)})",
+                field=f"models.kubernetes.kueue.{where}.flavors",
+            )
+        f = pools.index(quota.name)
+        nominal[f] = quota.nominalQuota * MILLI
+        if quota.borrowingLimit is not None:
+            borrowing[f] = quota.borrowingLimit * MILLI
+        if quota.lendingLimit is not None:
+            lending[f] = quota.lendingLimit * MILLI
+    return nominal, borrowing, lending
+
+
+def build_kueue(
+    jobs: JobTable,
+    settings: KueueSettings,
+    pools: list[str],
+    request_milli: Float64,
+    priority: Int64,
+    pool_specs: list[NodePoolSpec],
+    flavors_of_job: list[tuple[int, ...]],
+) -> tuple[Kueue, Int32, list[str]]:
+    """Kueue's quota tree and ClusterQueues from ``models.kubernetes.kueue``, and each job's queue.
+
+    Without clusterQueues, one ClusterQueue ``default`` holds every pool's GPUs as nominal quota.
+    A job goes to the ClusterQueue whose ``teams`` lists its team (its namespace's LocalQueue), else to
+    the first ClusterQueue that lists no team."""
+    nodes: list[QuotaNode] = []
+    cohort_index: dict[str, int] = {}
+    for c, cohort in enumerate(settings.cohorts):
+        nominal, borrowing, lending = _limits(cohort.flavors, pools, f"cohorts[{c}]")
+        cohort_index[cohort.name] = len(nodes)
+        nodes.append(QuotaNode(cohort.name, False, nominal, borrowing, lending))
+    for cohort in settings.cohorts:
+        if cohort.parent is not None:
+            nodes[cohort_index[cohort.name]].parent = cohort_index[cohort.parent]
+    queues = list(settings.clusterQueues)
+    if not queues:
+        from gpuplan.scenario.kubernetes import ClusterQueue
+
+        queues = [
+            ClusterQueue(
+                name=DEFAULT_QUEUE,
+                flavors=[
+                    FlavorQuota(name=p.name, nominalQuota=max(p.nodes, p.max_nodes) * p.gpus_per_node)
+                    for p in pool_specs
+                ],
+            )
+        ]
+    policies: list[QueuePolicy] = []
+    for q, queue in enumerate(queues):
+        nominal, borrowing, lending = _limits(queue.flavors, pools, f"clusterQueues[{q}]")
+        parent = -1
+        if queue.cohort is not None:
+            if queue.cohort not in cohort_index:  # a cohort named only by its queues: an implicit root
+                cohort_index[queue.cohort] = len(nodes)
+                zero = [0.0] * len(pools)
+                nodes.append(
+                    QuotaNode(queue.cohort, False, zero, [NO_LIMIT] * len(pools), [NO_LIMIT] * len(pools))
+                )
+            parent = cohort_index[queue.cohort]
+        node = QuotaNode(
+            queue.name, True, nominal, borrowing, lending, parent=parent, weight=queue.fairSharing.weight
+        )
+        policies.append(
+            QueuePolicy(
+                node=len(nodes),
+                strict_fifo=queue.queueingStrategy == "StrictFIFO",
+                flavors=tuple(pools.index(f.name) for f in queue.flavors),
+                within_cluster_queue=queue.preemption.withinClusterQueue,
+                reclaim_within_cohort=queue.preemption.reclaimWithinCohort,
+                borrow_within_cohort=queue.preemption.borrowWithinCohort.policy,
+                max_priority_threshold=queue.preemption.borrowWithinCohort.maxPriorityThreshold,
+            )
+        )
+        nodes.append(node)
+    tree = QuotaTree(nodes, len(pools))
+    by_team: dict[str, int] = {}
+    catch_all = -1
+    for q, queue in enumerate(queues):
+        for team in queue.teams:
+            by_team.setdefault(team, q)
+        if not queue.teams and catch_all < 0:
+            catch_all = q
+    team_queue = []
+    for team in jobs.team.labels:
+        q = by_team.get(team, catch_all)
+        if q < 0:
+            raise InputError(
+                f"team {team!r} has no LocalQueue: list it in a ClusterQueue's teams, or add a "
+                "ClusterQueue without teams for everyone else",
+                field="models.kubernetes.kueue.clusterQueues",
+            )
+        team_queue.append(q)
+    queue_of_job = np.array(team_queue, np.int32)[jobs.team.codes] if len(jobs) else np.zeros(0, np.int32)
+    kueue = Kueue(
+        tree,
+        policies,
+        request_milli.tolist(),
+        priority.tolist(),
+        fair_sharing=settings.fairSharing.enable,
+        strategies=tuple(settings.fairSharing.preemptionStrategies),
+        flavors_of_job=flavors_of_job,
+    )
+    return kueue, queue_of_job, [queue.name for queue in queues]
+
+
+def pools_that_fit(requests: list[PodRequest], pools: list[NodePoolSpec]) -> list[tuple[int, ...]]:
+    """For each job, the pools whose (empty) nodes can hold one of its pods and that its node selector
+    allows: the ResourceFlavors Kueue may assign it (a pod asking 8 GPUs carries a node selector for
+    8-GPU nodes, as users write it). An empty tuple: no node anywhere can run it."""
+    cache: dict[PodRequest, tuple[int, ...]] = {}
+    result = []
+    for pod in requests:
+        if pod not in cache:
+            cache[pod] = tuple(
+                i
+                for i, pool in enumerate(pools)
+                if (pod.pool < 0 or pod.pool == i)
+                and max(pool.max_nodes, pool.nodes) > 0
+                and (pod.gpus <= pool.gpus_per_node if pod.milli >= MILLI else pool.gpus_per_node > 0)
+                and pod.cpu <= pool.cpu_milli
+                and pod.mem <= pool.memory_mib
+            )
+        result.append(cache[pod])
+    return result

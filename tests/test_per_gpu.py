@@ -1,0 +1,79 @@
+"""Per-GPU allocation (SelectType=select/cons_tres): jobs take the GPUs they ask on each node and
+share nodes; select/linear and OverSubscribe=EXCLUSIVE give whole nodes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gpuplan.sim.cluster import Pool
+from gpuplan.sim.outcome import ModelRun
+from gpuplan.sim.partitions import Partition
+from gpuplan.sim.slurm import SlurmSettings, simulate_slurm
+
+from builders import Workload, assert_no_node_overcommitted, workload
+
+
+def run(jobs: Workload, nodes: int, gpus_per_node: int, **options: Any) -> ModelRun:
+    return simulate_slurm(jobs.table(), [Pool("batch", nodes, gpus_per_node)], SlurmSettings(**options))
+
+
+def starts(result: ModelRun) -> dict[int, float]:
+    return dict(zip(result.jobs.job_id.tolist(), result.start_s.tolist(), strict=True))
+
+
+def test_jobs_share_nodes_with_cons_tres_and_not_with_linear_or_exclusive() -> None:
+    jobs = workload()
+    for k in range(4):
+        jobs.job(submit=float(k), run=100, gpus=4)
+    shared = run(jobs, 2, 8, backfill="none")
+    assert starts(shared) == {1: 0.0, 2: 1.0, 3: 2.0, 4: 3.0}
+    assert shared.node_lists().to_pylist() == ["node0", "node0", "node1", "node1"]
+    whole = {1: 0.0, 2: 1.0, 3: 100.0, 4: 101.0}
+    assert starts(run(jobs, 2, 8, backfill="none", select_type="linear")) == whole
+    exclusive = (Partition("batch", "batch", exclusive=True),)
+    assert starts(run(jobs, 2, 8, backfill="none", partitions=exclusive)) == whole
+
+
+def test_easy_backfills_a_job_that_leaves_the_head_its_gpus() -> None:
+    # 2 nodes x 4 GPUs. A takes node0, B half of node1; the head C needs both nodes whole at 100 s.
+    # E (1 GPU, 200 s) would leave node1 with 3 free GPUs at 100 s: it must wait. D (2 GPUs, ends
+    # by 100 s) fits in node1's free half and starts at once.
+    jobs = (
+        workload()
+        .job(submit=0, run=100, limit=100, gpus=4)  # A
+        .job(submit=0, run=100, limit=100, gpus=2)  # B
+        .job(submit=1, run=50, limit=50, nodes=2, gpus=4)  # C
+        .job(submit=2, run=200, limit=200, gpus=1)  # E
+        .job(submit=3, run=50, limit=50, gpus=2)  # D
+    )
+    for backfill in ("easy", "slurm"):
+        result = run(jobs, 2, 4, backfill=backfill, bf_interval=1, bf_resolution=1)
+        assert starts(result) == {1: 0.0, 2: 0.0, 3: 100.0, 4: 150.0, 5: 3.0}, backfill
+    linear = run(jobs, 2, 4, backfill="easy", select_type="linear")
+    assert starts(linear) == {1: 0.0, 2: 0.0, 3: 100.0, 4: 150.0, 5: 150.0}
+
+
+@st.composite
+def gpu_workloads(draw: st.DrawFn) -> Workload:
+    jobs = workload()
+    for _ in range(draw(st.integers(1, 30))):
+        run_s = float(draw(st.integers(1, 100)))
+        jobs.job(
+            submit=float(draw(st.integers(0, 150))),
+            run=run_s,
+            limit=run_s + float(draw(st.integers(0, 60))),
+            nodes=draw(st.integers(1, 3)),
+            gpus=draw(st.integers(1, 4)),
+        )
+    return jobs
+
+
+@settings(max_examples=150, deadline=None)
+@given(jobs=gpu_workloads(), backfill=st.sampled_from(["none", "easy", "slurm"]))
+def test_no_node_gives_more_gpus_than_it_has(jobs: Workload, backfill: str) -> None:
+    result = run(jobs, 3, 4, backfill=backfill, bf_interval=5, bf_resolution=1)
+    assert (result.start_s >= result.jobs.submit_s).all()
+    assert_no_node_overcommitted(result, 3, 4)
