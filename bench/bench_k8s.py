@@ -3,10 +3,11 @@
     python bench/bench_k8s.py            # every case
     python bench/bench_k8s.py alibaba    # cases whose name contains "alibaba"
 
-Cases: the Alibaba 2023 pod trace on its own node list (with Kueue's default single ClusterQueue, and
-as plain Jobs), and a synthetic 100,000-pod workload on 2,000 8-GPU nodes, four teams' ClusterQueues
-in one cohort (borrowing, reclaim), seeded. Each case runs ``--repeats`` times (default 3) in this
-process and keeps the fastest. Results go to bench/results/k8s.json and a Markdown table on stdout.
+Cases: the Alibaba 2023 pod trace on its own node list (its 6,203 GPU pods that ran; with Kueue's
+default single ClusterQueue, and as plain Jobs), and a synthetic 100,000-pod workload on 2,000 8-GPU
+nodes, four teams' ClusterQueues in one cohort (borrowing, reclaim), seeded. Each case runs
+``--repeats`` times (default 3) in this process and keeps the fastest. Results go to
+bench/results/k8s.json and a Markdown table on stdout.
 """
 
 from __future__ import annotations
@@ -93,7 +94,7 @@ def synthetic(pods: int, nodes: int, kueue: bool, seed: int = 7) -> Callable[[],
 
 
 CASES: dict[str, tuple[Callable[[], Callable[[], ModelRun]], str]] = {
-    "alibaba openb, Kueue (8,152 pods, 1,213 nodes)": (lambda: alibaba(True), "≤ 2 s"),
+    "alibaba openb (8,152 pods listed, GPU pods run), 1,213 nodes, Kueue": (lambda: alibaba(True), "≤ 2 s"),
     "alibaba openb, plain Jobs": (lambda: alibaba(False), ""),
     "synthetic 100k pods, 2,000 nodes, Kueue cohort": (lambda: synthetic(100_000, 2_000, True), "≤ 60 s"),
 }
@@ -112,12 +113,13 @@ def main() -> None:
             print(f"skipped {name}: {ALIBABA} is absent")
             continue
         run = make()
-        best = np.inf
+        best = fastest = np.inf
         outcome = None
         for _ in range(args.repeats):
             began = time.perf_counter()
             outcome = run()
             best = min(best, time.perf_counter() - began)
+            fastest = min(fastest, outcome.simulate_s)
         assert outcome is not None
         pods = int(outcome.jobs.nodes.sum())
         results.append(
@@ -125,9 +127,9 @@ def main() -> None:
                 "case": name,
                 "jobs": len(outcome.jobs),
                 "pods": pods,
-                "simulate_s": round(outcome.simulate_s, 3),
+                "simulate_s": round(float(fastest), 3),
                 "fastest_whole_s": round(float(best), 3),
-                "pods_per_s": round(pods / outcome.simulate_s),
+                "pods_per_s": round(pods / fastest),
                 "completed": int((outcome.state == 0).sum()),
                 "target": target,
             }

@@ -280,19 +280,6 @@ def test_hierarchical_cohorts_lend_through_the_parent() -> None:
     assert apart.start_s.tolist() == [0.0, 1000.0, 2000.0]
 
 
-def test_lower_or_newer_equal_priority_preempts_newer_workloads_of_the_same_priority() -> None:
-    # A job requeued after a reclaim keeps its creation time, so it is older than a job admitted
-    # meanwhile; with LowerOrNewerEqualPriority it takes its place back from that newer job.
-    jobs = Jobs().add(team="a").add(team="a", at=1.0).add(team="b", at=100.0).add(team="a", at=200.0)
-    policy = {"reclaimWithinCohort": "Any", "withinClusterQueue": "LowerOrNewerEqualPriority"}
-    outcome = run(jobs, [queue("a", 8, preemption=policy), queue("b", 8, preemption=policy)])
-    assert outcome.preemptions[1] >= 1  # reclaimed by b at 100 s
-    never = {"reclaimWithinCohort": "Any", "withinClusterQueue": "Never"}
-    baseline = run(jobs, [queue("a", 8, preemption=never), queue("b", 8, preemption=never)])
-    assert outcome.extra["kubernetes"]["kueue"]["preemptions_within_cluster_queue"] >= 0
-    assert baseline.extra["kubernetes"]["kueue"]["preemptions_within_cluster_queue"] == 0
-
-
 def test_borrow_within_cohort_preempts_lower_priority_borrowers_up_to_the_threshold() -> None:
     # a (nominal 12) runs two 8-GPU low-priority jobs, borrowing 4 of b's nominal 4; b's
     # high-priority 8-GPU job needs more than b's nominal quota, so classic preemption may not
@@ -308,3 +295,22 @@ def test_borrow_within_cohort_preempts_lower_priority_borrowers_up_to_the_thresh
     capped = {**reclaim, "borrowWithinCohort": {"policy": "LowerPriority", "maxPriorityThreshold": -1}}
     above = run(jobs, [queue("a", 12, preemption=capped), queue("b", 4, preemption=capped)])
     assert above.preemptions.sum() == 0  # a's jobs are above the threshold
+
+
+def test_default_flavor_has_no_node_labels() -> None:
+    # quota in default-flavor: the pods of an admitted workload may go to any pool's nodes
+    table = Jobs().add(team="a").add(team="a").table()
+    pools = [NodePoolSpec("h100", 8, 0, 0, 1, 1, 1), NodePoolSpec("a100", 8, 0, 0, 1, 1, 1)]
+    flavor = {"name": "a", "teams": ["a"], "flavors": [{"name": "default-flavor", "nominalQuota": 16}]}
+    outcome = simulate_kubernetes(
+        table, pools, KubernetesSettings.model_validate({"kueue": {"clusterQueues": [flavor]}})
+    )
+    assert outcome.start_s.tolist() == [0.0, 0.0]
+    assert sorted(outcome.pool_of_job.tolist()) == [0, 1]
+    # per-pool flavors pin the workload to the first flavor with quota: the second waits
+    pinned = {"name": "a", "teams": ["a"], "flavors": [{"name": "h100", "nominalQuota": 16}]}
+    outcome = simulate_kubernetes(
+        table, pools, KubernetesSettings.model_validate({"kueue": {"clusterQueues": [pinned]}})
+    )
+    assert outcome.start_s.tolist() == [0.0, 1000.0]
+    assert outcome.extra["kubernetes"]["kueue"]["quota_fit_but_fragmented"] == 1

@@ -90,8 +90,11 @@ def queues(draw: Any) -> list[dict[str, Any]]:
                 "flavors": [flavor],
                 "queueingStrategy": draw(st.sampled_from(["StrictFIFO", "BestEffortFIFO"])),
                 "preemption": {
-                    "withinClusterQueue": draw(st.sampled_from(["Never", "LowerPriority"])),
+                    "withinClusterQueue": draw(
+                        st.sampled_from(["Never", "LowerPriority", "LowerOrNewerEqualPriority"])
+                    ),
                     "reclaimWithinCohort": draw(st.sampled_from(["Never", "LowerPriority", "Any"])),
+                    "borrowWithinCohort": {"policy": draw(st.sampled_from(["Never", "LowerPriority"]))},
                 },
             }
         )

@@ -83,6 +83,38 @@ def test_qos_priority_orders_the_queue() -> None:
     }
 
 
+def test_usage_factor_scales_what_counts_toward_fair_share() -> None:
+    # 2 nodes. Accounts a and b (equal shares) each run one 1,000 s job; a's is in a QoS with
+    # UsageFactor=0, so a has used nothing. At 1,500 s (after a PriorityCalcPeriod) b2 and a2 want
+    # both nodes: a2 goes first with the factor; without it the two accounts tie and b2 (the lower
+    # job id) goes first.
+    jobs = (
+        workload()
+        .job(submit=0, run=1000, team="a", qos="free")
+        .job(submit=0, run=1000, team="b")
+        .job(submit=1500, run=100, nodes=2, team="b")
+        .job(submit=1500, run=100, nodes=2, team="a")
+    )
+    multifactor = MultifactorSettings(weight_fairshare=1000, calc_period_s=300.0)
+    options: dict[str, object] = {
+        "backfill": "none",
+        "priority_type": "multifactor",
+        "multifactor": multifactor,
+    }
+    free = starts(jobs, 2, qos=(Qos("free", usage_factor=0.0),), **options)
+    assert (free[4], free[3]) == (1500, 1600)
+    counted = starts(jobs, 2, qos=(Qos("free"),), **options)
+    assert (counted[3], counted[4]) == (1500, 1600)
+
+
+def test_over_time_limit_lets_a_job_run_past_its_limit() -> None:
+    jobs = workload().job(submit=0, run=200, limit=100)
+    assert run(jobs, 1).run_s.tolist() == [100.0]
+    over = run(jobs, 1, over_time_limit=1)  # OverTimeLimit=1 (minute)
+    assert over.run_s.tolist() == [160.0]
+    assert [JOB_STATES[s] for s in over.state] == ["killed_at_limit"]
+
+
 @settings(max_examples=150, deadline=None)
 @given(
     st.lists(

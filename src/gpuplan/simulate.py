@@ -80,6 +80,7 @@ def slurm_settings(spec: ScenarioSlurm) -> SlurmSettings:
                 tuple(q.preempt),
                 q.preempt_mode,
                 q.grace_time,
+                q.usage_factor,
             )
             for q in spec.qos
         ),
@@ -99,6 +100,7 @@ def slurm_settings(spec: ScenarioSlurm) -> SlurmSettings:
             for p in spec.partitions
         ),
         select_type=spec.select_type,
+        over_time_limit=spec.over_time_limit,
         topology=None
         if spec.topology is None
         else Topology(spec.topology.plugin, spec.topology.nodes_per_block, spec.topology.require),

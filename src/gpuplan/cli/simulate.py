@@ -69,7 +69,8 @@ def simulate(
     """Simulate one operating model and write OUT/summary.json, jobs.parquet, timeline.parquet.
 
     Examples: gpuplan simulate examples/research-lab.yaml --model slurm;
-    gpuplan simulate lublin_256.swf.gz --model slurm --backfill easy --json
+    gpuplan simulate lublin_256.swf.gz --model slurm --backfill easy --json;
+    gpuplan simulate openb_pod_list_default.csv.gz --model kubernetes --json
     """
     from gpuplan.inputs import InputOptions
     from gpuplan.simulate import SimulateRequest

@@ -13,46 +13,29 @@ Kueue's API objects keep their camelCase field names (``nominalQuota``, ``borrow
 - cluster autoscaler FAQ (kubernetes/autoscaler): ``--scan-interval``, ``--scale-down-unneeded-time``,
   ``--scale-down-delay-after-add``, ``--scale-down-utilization-threshold``.
 
-Cross-references (teams, pools, workloads, priority classes) are checked by ``check_kubernetes``.
+Cross-references to teams, pools and services are listed by ``kubernetes_problems`` (the model checks
+them when it runs, naming file, line and field).
 """
 
 from __future__ import annotations
 
 import difflib
-from typing import Any, Literal
+from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 from pydantic_core import PydanticCustomError
 
+from gpuplan.scenario.section import Section
 from gpuplan.scenario.units import Duration
-
-
-class Section(BaseModel):
-    """Frozen, unknown keys refused with a did-you-mean: the same rules as ``scenario.model.Section``
-    (repeated here because model.py imports this module for its ``Models.kubernetes`` field)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    @model_validator(mode="before")
-    @classmethod
-    def _known_keys(cls, data: Any) -> Any:
-        if isinstance(data, dict):
-            for key in data:
-                if key not in cls.model_fields:
-                    raise PydanticCustomError(
-                        "unknown_key",
-                        "unknown key {key}{hint}",
-                        {"key": repr(key), "name": key, "hint": _hint(str(key), sorted(cls.model_fields))},
-                    )
-        return data
 
 
 class FlavorQuota(Section):
     """One ResourceFlavor's quota of ``nvidia.com/gpu`` in a ClusterQueue (``resourceGroups[].flavors[]``).
 
-    A flavor is a pool (``name`` = the pool's name: its nodes carry the flavor's nodeLabels)."""
+    A flavor is a pool (``name`` = the pool's name: its nodes carry the flavor's nodeLabels), or
+    ``default-flavor``, a flavor without nodeLabels whose workloads' pods may go to any pool."""
 
-    name: str = Field(description="ResourceFlavor = pool name")
+    name: str = Field(description="ResourceFlavor: a pool name, or default-flavor (any pool)")
     nominalQuota: float = Field(ge=0, description="GPUs guaranteed to this ClusterQueue")
     borrowingLimit: float | None = Field(
         None, ge=0, description="most GPUs it may borrow from its cohort (null: unlimited)"
@@ -149,7 +132,8 @@ class Kueue(Section):
     enable: bool = True
     clusterQueues: list[ClusterQueue] = Field(
         default_factory=list,
-        description="empty: one ClusterQueue 'default' with every pool's GPUs as nominalQuota, for all teams",
+        description="empty: one ClusterQueue 'default' for all teams with every GPU as nominalQuota "
+        "(per pool when jobs name pools, else in default-flavor)",
     )
     cohorts: list[Cohort] = Field(default_factory=list)
     fairSharing: FairSharing = FairSharing()
@@ -293,14 +277,15 @@ def kubernetes_problems(
             problems.append((loc, f"no {what} named {name!r}{_hint(name, names)}"))
 
     kueue = settings.kueue
+    flavors = [*pools, "default-flavor"]
     for q, queue in enumerate(kueue.clusterQueues):
         for t, team in enumerate(queue.teams):
             known((*at, "kueue", "clusterQueues", q, "teams", t), team, teams, "team")
         for f, flavor in enumerate(queue.flavors):
-            known((*at, "kueue", "clusterQueues", q, "flavors", f, "name"), flavor.name, pools, "pool")
+            known((*at, "kueue", "clusterQueues", q, "flavors", f, "name"), flavor.name, flavors, "flavor")
     for c, cohort in enumerate(kueue.cohorts):
         for f, flavor in enumerate(cohort.flavors):
-            known((*at, "kueue", "cohorts", c, "flavors", f, "name"), flavor.name, pools, "pool")
+            known((*at, "kueue", "cohorts", c, "flavors", f, "name"), flavor.name, flavors, "flavor")
     if kueue.enable and kueue.clusterQueues:
         listed = {team for queue in kueue.clusterQueues for team in queue.teams}
         catch_all = any(not queue.teams for queue in kueue.clusterQueues)

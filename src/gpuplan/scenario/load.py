@@ -12,6 +12,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from gpuplan.errors import InputError
+from gpuplan.scenario.kubernetes import kubernetes_problems
 from gpuplan.scenario.model import BatchWorkload, PoolSpec, Scenario, ServiceWorkload, TraceWorkload
 from gpuplan.scenario.source import Loc, Located, load_yaml
 
@@ -269,6 +270,9 @@ def _check_references(
                 known((*at, "trace", "team"), spec.team, team_names, "team")
             for key, team in (spec.team_map or {}).items():
                 known((*at, "trace", "team_map", key), team, team_names, "team")
+    services = [w.name for w in scenario.workloads if isinstance(w, ServiceWorkload)]
+    for loc, message in kubernetes_problems(scenario.models.kubernetes, team_names, pool_names, services):
+        problem(loc, message)
     return resolved, problems, warnings
 
 

@@ -318,6 +318,7 @@ class QosSpec(Section):
         None, description="PreemptMode of its jobs (default: the cluster's)"
     )
     grace_time: Duration = Field(0.0, description="GraceTime: a preempted job keeps its nodes this long")
+    usage_factor: float = Field(1.0, ge=0, description="UsageFactor: its jobs' usage counts this much")
 
 
 class PartitionSpec(Section):
@@ -394,6 +395,7 @@ class SlurmSettings(Section):
     partitions: list[PartitionSpec] = Field(
         default_factory=list, description="partitions (default: one per pool, named after it)"
     )
+    over_time_limit: int = Field(0, ge=0, description="OverTimeLimit: minutes a job may run past its limit")
     select_type: Literal["cons_tres", "linear"] = Field(
         "cons_tres", description="SelectType: select/cons_tres (jobs take GPUs, share nodes) or select/linear"
     )

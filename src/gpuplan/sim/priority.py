@@ -13,7 +13,7 @@ priority (with ``priority/basic`` too), which ``tiered`` folds into the priority
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import numpy.typing as npt
@@ -45,17 +45,21 @@ class PriorityInputs:
 
     static: Float64  # per job: the factors that do not change while it waits, weighted
     association: Int32  # per job: index of its user association (account and user)
+    usage_gpus: Float64  # per job: the GPUs its fair-share usage counts (GPUs x QoS UsageFactor)
     settings: MultifactorSettings
     fairshare: FairShare | None  # None: no fair-share factor (the tiers of priority/basic)
 
     def take(self, rows: npt.NDArray[np.int64]) -> PriorityInputs:
-        return PriorityInputs(self.static[rows], self.association[rows], self.settings, self.fairshare)
+        return PriorityInputs(
+            self.static[rows], self.association[rows], self.usage_gpus[rows], self.settings, self.fairshare
+        )
 
     def for_engine(self) -> tuple[object, ...]:
         s = self.settings
         return (
             np.ascontiguousarray(self.static, dtype=np.float64),
             np.ascontiguousarray(self.association, dtype=np.int32),
+            np.ascontiguousarray(self.usage_gpus, dtype=np.float64),
             1 if self.fairshare is None else self.fairshare.users,
             s.weight_age,
             s.max_age_s,
@@ -74,9 +78,12 @@ def multifactor(
     shares: dict[str, float] | None,
     qos_factor: Float64 | None = None,
     partition_factor: Float64 | None = None,
+    *,
+    usage_gpus: Float64,
 ) -> PriorityInputs:
     """Priority inputs for jobs of ``nodes`` nodes submitted by ``users`` of accounts ``teams``;
-    ``qos_factor`` and ``partition_factor`` are each job's QoS and partition factors in [0, 1]."""
+    ``qos_factor`` and ``partition_factor`` are each job's QoS and partition factors in [0, 1];
+    ``usage_gpus`` the GPUs its usage counts (its GPUs x its QoS's ``UsageFactor``)."""
     static = settings.weight_job_size * nodes.astype(np.float64) / max(pool_nodes, 1)
     if qos_factor is not None:
         static = static + settings.weight_qos * qos_factor
@@ -90,7 +97,7 @@ def multifactor(
     fairshare = ALGORITHMS[settings.fairshare](
         pairs[0].astype(np.int32), account_shares, settings.decay_half_life_s
     )
-    return PriorityInputs(static, association.reshape(-1).astype(np.int32), settings, fairshare)
+    return PriorityInputs(static, association.reshape(-1).astype(np.int32), usage_gpus, settings, fairshare)
 
 
 # Priorities stay below 2**36 (five 32-bit weights), so tier x 2**36 + priority orders by tier
@@ -103,7 +110,6 @@ def tiered(priority: PriorityInputs | None, tier: Float64, settings: Multifactor
     ahead of it: Slurm schedules higher tiers first whatever the priorities."""
     if priority is None:
         basic = MultifactorSettings(calc_period_s=settings.calc_period_s)
-        return PriorityInputs(tier * TIER_SCALE, np.zeros(len(tier), dtype=np.int32), basic, None)
-    return PriorityInputs(
-        priority.static + tier * TIER_SCALE, priority.association, priority.settings, priority.fairshare
-    )
+        rows = len(tier)
+        return PriorityInputs(tier * TIER_SCALE, np.zeros(rows, dtype=np.int32), np.zeros(rows), basic, None)
+    return replace(priority, static=priority.static + tier * TIER_SCALE)

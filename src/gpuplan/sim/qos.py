@@ -31,6 +31,7 @@ class Qos:
     preempt: tuple[str, ...] = ()  # Preempt: QoS its jobs may preempt (PreemptType=preempt/qos)
     preempt_mode: str | None = None  # PreemptMode of its jobs (None: the cluster's)
     grace_time_s: float = 0.0  # GraceTime of its jobs when preempted
+    usage_factor: float = 1.0  # UsageFactor: its jobs' usage counts this much toward fair share
 
     @property
     def has_limits(self) -> bool:

@@ -66,6 +66,7 @@ class SlurmSettings:
     reservations: tuple[Reservation, ...] = ()  # advance reservations (scontrol create reservation)
     topology: Topology | None = None  # TopologyPlugin: topology/block or topology/tree
     select_type: str = "cons_tres"  # SelectType: cons_tres (per-GPU) | linear (whole nodes)
+    over_time_limit: int = 0  # OverTimeLimit, minutes a job may run past its time limit
     preempt_type: str = "none"  # PreemptType: none | partition_prio | qos
     preempt_mode: str = "off"  # PreemptMode (cluster-wide default): off | cancel | requeue | suspend
     requeue_delay_s: float = DEFAULT_REQUEUE_DELAY_S
@@ -82,6 +83,8 @@ class SlurmSettings:
     def echo(self) -> dict[str, Any]:
         """The settings that matter for the chosen modes, for summary.json."""
         echoed: dict[str, Any] = {"backfill": self.backfill, "select_type": self.select_type}
+        if self.over_time_limit:
+            echoed["over_time_limit"] = self.over_time_limit
         if self.backfill == "slurm":
             echoed |= {
                 "bf_interval": self.bf_interval,
@@ -166,8 +169,10 @@ def simulate_slurm(
     pool_of_job = pool_index(partitions, pools)[routing.partition]
     limit = routing.time_limit_s
     has_limit = limit > 0  # NaN (unknown) compares False
-    killed = has_limit & (jobs.duration_s > limit)
-    run_s = np.where(killed, limit, jobs.duration_s)
+    # OverTimeLimit: a job runs this long past its limit before it is killed
+    hard_limit = limit + 60.0 * settings.over_time_limit
+    killed = has_limit & (jobs.duration_s > hard_limit)
+    run_s = np.where(killed, hard_limit, jobs.duration_s)
     estimate_s = np.where(has_limit, limit, jobs.duration_s)
     qos_list = qos_table(settings.qos)
     qos_index = qos_of_jobs(jobs.qos, qos_list)
@@ -176,6 +181,7 @@ def simulate_slurm(
     reason[(reason == 0) & has_limit & (limit > max_wall[qos_index])] = REASONS.index(
         "QOSMaxWallDurationPerJobLimit"
     )
+    usage_factor = np.array([q.usage_factor for q in qos_list])
     top_qos_priority = max(q.priority for q in qos_list)
     qos_factor = np.array([q.priority / top_qos_priority if top_qos_priority else 0.0 for q in qos_list])
     top_job_factor = max(p.priority_job_factor for p in partitions)
@@ -237,6 +243,7 @@ def simulate_slurm(
                 team_shares,
                 qos_factor[qos_index[members]],
                 partition_factor[routing.partition[members]],
+                usage_gpus=jobs.gpus[members] * usage_factor[qos_index[members]],
             )
         if len(np.unique(job_tier)) > 1:  # partitions of different PriorityTier share these nodes
             priority = tiered(priority, job_tier, settings.multifactor)

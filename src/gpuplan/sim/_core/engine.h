@@ -142,7 +142,8 @@ struct Sim {
     double *priority;          /* per job: its priority when it was last computed */
     double *fs_factor;         /* per account: fair-share factor from the last recalculation */
     double *acct_usage;        /* per account: GPU-seconds used since the last recalculation */
-    int64_t *acct_running_gpus;
+    double *acct_running_gpus; /* per account: GPUs running x their QoS UsageFactor */
+    const double *usage_gpus;  /* per job: its GPUs x UsageFactor */
     double usage_clock, next_recalc;
     /* fair-share hook: called with the GIL as hook(now, acct_usage) and fills fs_factor */
     int (*fairshare)(Sim *sim, double now);

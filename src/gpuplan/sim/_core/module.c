@@ -88,7 +88,7 @@ static PyObject *simulate(PyObject *self, PyObject *args) {
     Py_buffer part_buf = {0};
     Py_buffer pre[11] = {{0}};
     int64_t *running = NULL;
-    Py_buffer prio_static = {0}, prio_account = {0};
+    Py_buffer prio_static = {0}, prio_account = {0}, prio_usage = {0};
     FairshareHook hook = {0};
     int node_gpus;
     Arg a[13] = {{.name = "submit"},      {.name = "run"},          {.name = "estimate"},
@@ -156,12 +156,13 @@ static PyObject *simulate(PyObject *self, PyObject *args) {
     if (check_jobs(&sim) < 0) goto done;
     if (priority != Py_None) {
         int n_accounts;
-        if (!PyArg_ParseTuple(priority, "y*y*iddddO", &prio_static, &prio_account, &n_accounts,
+        if (!PyArg_ParseTuple(priority, "y*y*y*iddddO", &prio_static, &prio_account, &prio_usage, &n_accounts,
                               &sim.prio_weight_age, &sim.prio_max_age, &sim.prio_weight_fairshare,
                               &sim.prio_calc_period, &hook.callable))
             goto done;
-        if (prio_static.len != n * 8 || prio_account.len != n * 4 || n_accounts < 1) {
-            PyErr_SetString(PyExc_ValueError, "priority: static (float64) and account (int32) per job");
+        if (prio_static.len != n * 8 || prio_account.len != n * 4 || prio_usage.len != n * 8 || n_accounts < 1) {
+            PyErr_SetString(PyExc_ValueError,
+                            "priority: static (float64), account (int32) and usage GPUs (float64) per job");
             goto done;
         }
         const int32_t *account = prio_account.buf;
@@ -172,6 +173,7 @@ static PyObject *simulate(PyObject *self, PyObject *args) {
             }
         sim.prio_static = prio_static.buf;
         sim.account = account;
+        sim.usage_gpus = prio_usage.buf;
         sim.n_accounts = n_accounts;
         hook.n_accounts = n_accounts;
         if (hook.callable != Py_None) {
@@ -394,6 +396,7 @@ done:
     for (int k = 0; k < 6; k++)
         if (lim[k].obj) PyBuffer_Release(&lim[k]);
     if (prio_account.obj) PyBuffer_Release(&prio_account);
+    if (prio_usage.obj) PyBuffer_Release(&prio_usage);
     if (part_buf.obj) PyBuffer_Release(&part_buf);
     for (int k = 0; k < 7; k++)
         if (res[k].obj) PyBuffer_Release(&res[k]);

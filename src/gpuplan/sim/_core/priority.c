@@ -24,7 +24,7 @@ int gp_priority_init(Sim *sim) {
     sim->priority = PyMem_RawCalloc((size_t)(n ? n : 1), sizeof(double));
     sim->fs_factor = PyMem_RawCalloc((size_t)a, sizeof(double));
     sim->acct_usage = PyMem_RawCalloc((size_t)a, sizeof(double));
-    sim->acct_running_gpus = PyMem_RawCalloc((size_t)a, sizeof(int64_t));
+    sim->acct_running_gpus = PyMem_RawCalloc((size_t)a, sizeof(double));
     for (int32_t k = 0; k < a && sim->fs_factor; k++) sim->fs_factor[k] = 1.0; /* no usage yet */
     sim->next_recalc = -INFINITY;
     return (sim->priority && sim->fs_factor && sim->acct_usage && sim->acct_running_gpus) ? 0 : -1;
@@ -114,12 +114,12 @@ void gp_priority_insert(Sim *sim, int32_t slot) {
 }
 
 void gp_priority_started(Sim *sim, int32_t job, int sign) {
-    sim->acct_running_gpus[sim->account[job]] += sign * (int64_t)sim->gpus[job];
+    sim->acct_running_gpus[sim->account[job]] += sign * sim->usage_gpus[job];
 }
 
 int gp_priority_instant(Sim *sim, double now) {
     for (int32_t a = 0; a < sim->n_accounts; a++)
-        sim->acct_usage[a] += (double)sim->acct_running_gpus[a] * (now - sim->usage_clock);
+        sim->acct_usage[a] += sim->acct_running_gpus[a] * (now - sim->usage_clock);
     sim->usage_clock = now;
     if (now >= sim->next_recalc) {
         if (sim->fairshare) {

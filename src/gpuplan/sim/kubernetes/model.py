@@ -38,7 +38,7 @@ from gpuplan.sim.kubernetes.kueue import Decision, Kueue
 from gpuplan.sim.kubernetes.placement import PoolPlacement
 from gpuplan.sim.kubernetes.preemption import PodIndex, choose_victims
 from gpuplan.sim.kubernetes.scheduler import PodRequest, Scoring, select_node
-from gpuplan.sim.kubernetes.services import Deployments
+from gpuplan.sim.kubernetes.services import WARM, Deployments
 from gpuplan.sim.kubernetes.setup import build_kueue, job_priorities, pod_requests, pools_that_fit, scoring_of
 from gpuplan.sim.outcome import COMPLETED, REJECTED, UNFINISHED, ModelRun, PoolSchedule
 from gpuplan.workload.jobtable import Int32, Int64, JobTable
@@ -140,6 +140,9 @@ class KubernetesRun:
         self.clock = 0.0  # time up to which node-hours and borrowing are integrated
         # Kueue
         self.flavors_of_job = pools_that_fit(self.requests, pools)
+        # Kueue may also assign default-flavor (no node labels, the index after the pools)
+        any_flavor = (len(pools),)
+        kueue_flavors = [fit + any_flavor if fit else fit for fit in self.flavors_of_job]
         self.kueue: Kueue | None = None
         self.queue_of_job: Int32 = np.zeros(n, np.int32)
         self.queue_names: list[str] = []
@@ -151,7 +154,8 @@ class KubernetesRun:
                 self.milli_of_job * self.pods,
                 self.priority,
                 pools,
-                self.flavors_of_job,
+                kueue_flavors,
+                flavor_per_pool=bool((self.pool_sel >= 0).any()),
             )
         self.cohort_queues = (
             [
@@ -290,10 +294,11 @@ class KubernetesRun:
 
     def _admitted(self, decision: Decision) -> None:
         j = decision.job
-        self._queued(j, -1)
-        self.pool_sel[j] = decision.flavor  # the flavor's nodeLabels become the pods' node selector
-        self.requests[j] = self._with_pool(self.requests[j], decision.flavor)
-        self._queued(j, +1)
+        if decision.flavor < len(self.pool_specs):  # the flavor's nodeLabels: a node selector to its pool
+            self._queued(j, -1)
+            self.pool_sel[j] = decision.flavor
+            self.requests[j] = self._with_pool(self.requests[j], decision.flavor)
+            self._queued(j, +1)
         self._create_pods(j)
         self.newly_admitted.append(j)
         if self.wait_ready.enable:
@@ -506,7 +511,7 @@ class KubernetesRun:
         pod = self.deployments.request(rid)
         replica.node = node
         replica.mask = self.nodes.take(node, pod.gpus, pod.milli, pod.cpu, pod.mem, False)
-        if replica.ready_at != -1.0:  # warm replicas serve from the start
+        if replica.ready_at != WARM:  # warm replicas serve from the start
             replica.ready_at = self.now + self.settings.hpa.coldStart
         self._used(node, pod.gpu_milli_total)
 

@@ -3,16 +3,18 @@
 A scenario's pools become OKE node pools (``models.kubernetes.nodePools`` sets their autoscaling
 bounds and provisioning delay); a pod trace runs on its node list, grouped into node pools of
 identical nodes (GPU model, GPUs, CPU, memory); another trace runs on the pool ``simulate`` sizes.
+A trace gets the default settings: Kueue with one ClusterQueue holding every GPU in ``default-flavor``
+(pods go to any node, as the trace's pods name no GPU model), kube-scheduler's LeastAllocated on CPU
+and memory, and the PriorityClasses ``production`` (the trace's LS and Guaranteed pods) and ``batch``.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from gpuplan.scenario.kubernetes import KubernetesSettings, kubernetes_problems
-from gpuplan.scenario.load import LoadedScenario, Problem, ScenarioError, field_path
+from gpuplan.scenario.kubernetes import KubernetesSettings
+from gpuplan.scenario.load import LoadedScenario
 from gpuplan.scenario.model import BatchWorkload
-from gpuplan.scenario.source import load_yaml
 from gpuplan.sim.kubernetes.cluster import NodePoolSpec
 from gpuplan.sim.kubernetes.model import simulate_kubernetes
 from gpuplan.sim.outcome import ModelRun
@@ -22,23 +24,6 @@ if TYPE_CHECKING:
     from gpuplan.inputs import Input
 
 MIB_PER_GB = 1024
-
-
-def check_scenario(loaded: LoadedScenario) -> None:
-    """Raise ScenarioError (file, line, field) for references of models.kubernetes that do not resolve."""
-    scenario = loaded.scenario
-    services = [w.name for w in scenario.workloads if getattr(w, "kind", "") == "service"]
-    found = kubernetes_problems(
-        scenario.models.kubernetes,
-        [team.name for team in scenario.teams],
-        [pool.name for pool in scenario.cluster.pools],
-        services,
-    )
-    if found:
-        located = load_yaml(loaded.path)
-        raise ScenarioError(
-            loaded.path, [Problem(located.line_of(loc), field_path(loc), message) for loc, message in found]
-        )
 
 
 def scenario_pools(loaded: LoadedScenario, settings: KubernetesSettings) -> list[NodePoolSpec]:
@@ -108,7 +93,6 @@ def run_kubernetes(loaded: Input, request: Any) -> ModelRun:
     settings = KubernetesSettings()
     extras: dict[str, Any] = {}
     if loaded.scenario is not None:
-        check_scenario(loaded.scenario)
         settings = loaded.scenario.scenario.models.kubernetes
         pools = scenario_pools(loaded.scenario, settings)
         extras["pool_aliases"] = _pool_aliases(loaded.scenario)

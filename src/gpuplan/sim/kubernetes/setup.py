@@ -15,6 +15,7 @@ from gpuplan.sim.kubernetes.scheduler import PodRequest, Scoring
 from gpuplan.workload.jobtable import Float64, Int32, Int64, JobTable
 
 DEFAULT_QUEUE = "default"
+ANY_FLAVOR = "default-flavor"  # a ResourceFlavor without nodeLabels: its workloads' pods go to any pool
 
 
 def scoring_of(settings: KubernetesSettings) -> Scoring:
@@ -109,7 +110,7 @@ def _limits(
     for quota in quotas:
         if quota.name not in pools:
             raise InputError(
-                f"no pool (ResourceFlavor) named {quota.name!r} (pools: {', '.join(pools)})",
+                f"no pool (ResourceFlavor) named {quota.name!r} (flavors: {', '.join(pools)})",
                 field=f"models.kubernetes.kueue.{where}.flavors",
             )
         f = pools.index(quota.name)
@@ -129,12 +130,16 @@ def build_kueue(
     priority: Int64,
     pool_specs: list[NodePoolSpec],
     flavors_of_job: list[tuple[int, ...]],
+    flavor_per_pool: bool = True,
 ) -> tuple[Kueue, Int32, list[str]]:
     """Kueue's quota tree and ClusterQueues from ``models.kubernetes.kueue``, and each job's queue.
 
-    Without clusterQueues, one ClusterQueue ``default`` holds every pool's GPUs as nominal quota.
-    A job goes to the ClusterQueue whose ``teams`` lists its team (its namespace's LocalQueue), else to
-    the first ClusterQueue that lists no team."""
+    Flavors are the pools, in order, then ``default-flavor`` (no nodeLabels: any pool). Without
+    clusterQueues, one ClusterQueue ``default`` holds every GPU as nominal quota: per pool when
+    ``flavor_per_pool`` (jobs name their pools), else in ``default-flavor``. A job goes to the
+    ClusterQueue whose ``teams`` lists its team (its namespace's LocalQueue), else to the first
+    ClusterQueue that lists no team."""
+    pools = [*pools, ANY_FLAVOR]
     nodes: list[QuotaNode] = []
     cohort_index: dict[str, int] = {}
     for c, cohort in enumerate(settings.cohorts):
@@ -148,15 +153,13 @@ def build_kueue(
     if not queues:
         from gpuplan.scenario.kubernetes import ClusterQueue
 
-        queues = [
-            ClusterQueue(
-                name=DEFAULT_QUEUE,
-                flavors=[
-                    FlavorQuota(name=p.name, nominalQuota=max(p.nodes, p.max_nodes) * p.gpus_per_node)
-                    for p in pool_specs
-                ],
-            )
+        quotas = [
+            FlavorQuota(name=p.name, nominalQuota=max(p.nodes, p.max_nodes) * p.gpus_per_node)
+            for p in pool_specs
         ]
+        if not flavor_per_pool:
+            quotas = [FlavorQuota(name=ANY_FLAVOR, nominalQuota=sum(q.nominalQuota for q in quotas))]
+        queues = [ClusterQueue(name=DEFAULT_QUEUE, flavors=quotas)]
     policies: list[QueuePolicy] = []
     for q, queue in enumerate(queues):
         nominal, borrowing, lending = _limits(queue.flavors, pools, f"clusterQueues[{q}]")
