@@ -148,21 +148,20 @@ def test_higher_tier_partitions_schedule_first_with_basic_priority() -> None:
     assert by_id(result, result.start_s) == {1: 0.0, 2: 20.0, 3: 10.0}
 
 
-def test_a_blocked_job_blocks_only_its_own_partition() -> None:
-    same_tier = (Partition("a", "batch"), Partition("b", "batch"))
+def test_a_blocked_job_blocks_every_partition_on_its_nodes() -> None:
+    # slurmctld takes a failed partition's nodes out of the pass: partition b's small job, behind
+    # a's blocked job on the same nodes, waits too (strict FIFO); with backfill it may go around
+    same_nodes = (Partition("a", "batch"), Partition("b", "batch"))
     jobs = (
         workload()
-        .job(submit=0, run=10, nodes=3, partition="a")
-        .job(submit=1, run=10, nodes=2, partition="a")  # does not fit: blocks partition a
-        .job(submit=2, run=10, nodes=1, partition="b")
+        .job(submit=0, run=10, limit=10, nodes=3, partition="a")
+        .job(submit=1, run=10, limit=10, nodes=2, partition="a")  # does not fit until 10 s
+        .job(submit=2, run=5, limit=5, nodes=1, partition="b")
     )
-    result = run(jobs, 4, partitions=same_tier, preempt_type="none")
-    assert by_id(result, result.start_s) == {1: 0.0, 2: 10.0, 3: 2.0}
-    one_partition = run(
-        jobs, 4, partitions=(Partition("a", "batch"), Partition("b", "other")), preempt_type="none"
-    )
-    # partition b names a pool that does not exist: its jobs fall back to the pool's first partition
-    assert by_id(one_partition, one_partition.start_s) == {1: 0.0, 2: 10.0, 3: 10.0}
+    strict = run(jobs, 4, partitions=same_nodes, preempt_type="none", backfill="none")
+    assert by_id(strict, strict.start_s) == {1: 0.0, 2: 10.0, 3: 10.0}
+    easy = run(jobs, 4, partitions=same_nodes, preempt_type="none", backfill="easy")
+    assert by_id(easy, easy.start_s) == {1: 0.0, 2: 10.0, 3: 2.0}  # ends by the head's shadow time
 
 
 def test_partition_limits_refuse_or_fill_in_time_limits() -> None:
@@ -224,3 +223,21 @@ def test_preemption_invariants(jobs: Workload, mode: str, backfill: str, grace: 
     expected = float(np.sum(result.jobs.gpus * result.run_s) + result.lost_gpu_s.sum())
     assert abs(busy - expected) < 1e-6
     assert timeline.busy_gpus.max() <= 4
+
+
+def test_a_waiting_preemptor_keeps_the_nodes_it_freed() -> None:
+    # Found by hypothesis: a high job waiting out its victim's GraceTime must get the freed nodes.
+    # Were low jobs allowed onto them, it would preempt them in turn, forever.
+    partitions = (Partition("low", "batch", 1, grace_time_s=3.0), TIERS[1])
+    jobs = (
+        workload()
+        .job(submit=12, run=90, nodes=2, partition="low", checkpoint=7)
+        .job(submit=18, run=114, nodes=4, partition="high")
+        .job(submit=40, run=68, nodes=2, partition="low")
+        .job(submit=73, run=37, nodes=2, partition="high", checkpoint=7)
+        .job(submit=162, run=30, nodes=4, partition="high", checkpoint=7)
+    )
+    result = run(jobs, 4, backfill="easy", partitions=partitions)
+    assert by_id(result, result.start_s)[5] == 175.0  # after job 1's 3 s of grace from 172 s
+    assert not np.isnan(result.end_s).any()
+    assert result.preemptions.tolist() == [2, 0, 0, 0, 0]

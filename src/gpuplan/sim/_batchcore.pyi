@@ -26,7 +26,6 @@ def simulate(
     allocated_gpus_per_node: Buffer,
     priority: tuple[object, ...] | None = None,
     limits: tuple[Buffer, ...] | None = None,
-    partitions: tuple[Buffer, int] | None = None,
     preempt: tuple[object, ...] | None = None,
     reservations: tuple[Buffer, ...] | None = None,
     drains: tuple[Buffer, Buffer, float, bool] | None = None,

@@ -134,7 +134,6 @@ def run_batch(
     priority: PriorityInputs | None = None,
     limits: LimitInputs | None = None,
     refused: Bool | None = None,
-    partition: Int32 | None = None,
     preemption: PreemptionInputs | None = None,
     per_gpu: Bool | None = None,
     reservations: ReservationInputs | None = None,
@@ -144,8 +143,7 @@ def run_batch(
     """Simulate ``jobs`` on ``pool`` with the compiled pass ``schedule_pass`` ("fifo", "easy",
     "slurm") and its settings ``params`` (in the order the pass documents them). The queue is in
     submit order, or in priority order when ``priority`` is given; ``limits`` are the QoS limits
-    that hold jobs back; ``partition`` numbers each job's partition among those sharing the pool's
-    nodes (the main scheduler blocks per partition); ``preemption`` lets jobs preempt others.
+    that hold jobs back; ``preemption`` lets jobs preempt others.
     Jobs take whole nodes, except those ``per_gpu`` marks: they take only their GPUs per node and
     share nodes with others (Slurm's select/cons_tres). ``reservations`` hold nodes for some accounts,
     or for none (maintenance), over windows of time. ``lending`` takes nodes away and gives them
@@ -155,7 +153,6 @@ def run_batch(
     A job that asks more nodes, or more GPUs per node, than the pool has can never run: it is
     rejected at arrival (``rejected``) and never queued, as are the jobs ``refused`` at submit."""
     n = len(jobs.job_id)
-    n_parts = int(partition.max()) + 1 if partition is not None and len(partition) else 1
     rejected = (jobs.nodes > pool.nodes) | (jobs.gpus_per_node > pool.gpus_per_node)
     if refused is not None:
         rejected |= refused
@@ -212,9 +209,6 @@ def run_batch(
             np.ascontiguousarray(allocated_per_node, dtype=np.int32),
             None if priority is None else priority.take(admitted).for_engine(),
             None if limits is None else (*limits.take(admitted).for_engine(), held),
-            None
-            if partition is None
-            else (np.ascontiguousarray(partition[admitted], dtype=np.int32), n_parts),
             preempt_args,
             None if reservations is None else reservations.take(admitted).for_engine(),
             None if lending is None else lending.for_engine(),

@@ -247,8 +247,6 @@ def simulate_slurm(
             )
         if len(np.unique(job_tier)) > 1:  # partitions of different PriorityTier share these nodes
             priority = tiered(priority, job_tier, settings.multifactor)
-        # partitions of this pool, numbered from 0 for the main scheduler's per-partition blocking
-        _, local_partition = np.unique(routing.partition[members], return_inverse=True)
         lend = (lending or {}).get(pool.name)
         pool_preemption = None if preemption is None else preemption.take(members)
         if lend is not None and pool_preemption is None:
@@ -261,7 +259,6 @@ def simulate_slurm(
             priority,
             limits(qos_index[members], jobs.user.take(members), qos_list),
             reason[members] > 0,
-            local_partition.reshape(-1).astype(np.int32),
             pool_preemption,
             per_gpu[routing.partition[members]],
             reservation_inputs(

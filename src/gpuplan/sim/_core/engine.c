@@ -91,7 +91,6 @@ void gp_sim_free(Sim *sim) {
     PyMem_RawFree(sim->end_heap);
     PyMem_RawFree(sim->requeue_heap);
     PyMem_RawFree(sim->end_time);
-    PyMem_RawFree(sim->partition_blocked);
     PyMem_RawFree(sim->work_left);
     PyMem_RawFree(sim->attempt_start);
     PyMem_RawFree(sim->awaits_until);

@@ -157,12 +157,6 @@ struct Sim {
     int64_t *group_gpus, *group_jobs, *qos_gpus; /* running now */
     int8_t *held_reason; /* out per job: the last limit that held it (GP_QOS_*), or GP_OK */
 
-    /* Partitions sharing the pool's nodes (Slurm partitions over one node set). The main scheduler
-     * stops considering a partition at its first job that cannot start. NULL: one partition. */
-    const int32_t *partition; /* per job */
-    int32_t n_partitions;
-    uint8_t *partition_blocked; /* scratch per pass */
-
     /* Preemption (PreemptType=preempt/partition_prio or preempt/qos), off when preempt_class is
      * NULL. A job of class a may preempt a running job of class b when can_preempt[a * n + b];
      * victims are taken in order of victim_key (Slurm's preempt_p_get_prio: tier or QoS priority

@@ -81,11 +81,10 @@ static PyObject *simulate(PyObject *self, PyObject *args) {
     const char *policy_name;
     int total_nodes;
     Py_buffer params = {0};
-    PyObject *priority = Py_None, *limits = Py_None, *partitions = Py_None, *preempt = Py_None;
+    PyObject *priority = Py_None, *limits = Py_None, *preempt = Py_None;
     PyObject *reservations = Py_None, *drains = Py_None, *topology = Py_None;
     Py_buffer res[7] = {{0}}, drain_buf[2] = {{0}};
     Py_buffer lim[6] = {{0}};
-    Py_buffer part_buf = {0};
     Py_buffer pre[11] = {{0}};
     int64_t *running = NULL;
     Py_buffer prio_static = {0}, prio_account = {0}, prio_usage = {0};
@@ -96,10 +95,10 @@ static PyObject *simulate(PyObject *self, PyObject *args) {
                  {.name = "start"},       {.name = "range_first"},  {.name = "range_count"},
                  {.name = "tl_time"},     {.name = "tl_busy_gpus"}, {.name = "tl_queued"},
                  {.name = "gpus_per_node"}};
-    if (!PyArg_ParseTuple(args, "siiy*y*y*y*y*y*y*w*w*w*w*w*w*y*|OOOOOOO", &policy_name, &total_nodes, &node_gpus,
+    if (!PyArg_ParseTuple(args, "siiy*y*y*y*y*y*y*w*w*w*w*w*w*y*|OOOOOO", &policy_name, &total_nodes, &node_gpus,
                           &params, &a[0].view, &a[1].view, &a[2].view, &a[3].view, &a[4].view, &a[5].view,
                           &a[6].view, &a[7].view, &a[8].view, &a[9].view, &a[10].view, &a[11].view, &a[12].view,
-                          &priority, &limits, &partitions, &preempt, &reservations, &drains, &topology))
+                          &priority, &limits, &preempt, &reservations, &drains, &topology))
         return NULL;
     PyObject *result = NULL;
     Sim sim;
@@ -222,28 +221,6 @@ static PyObject *simulate(PyObject *self, PyObject *args) {
         sim.qos_gpus = running + 2 * groups;
         sim.held_reason = lim[5].buf;
         memset(sim.held_reason, 0, (size_t)n);
-    }
-
-    if (partitions != Py_None) {
-        int n_partitions;
-        if (!PyArg_ParseTuple(partitions, "y*i", &part_buf, &n_partitions)) goto done;
-        const int32_t *part = part_buf.buf;
-        if (part_buf.len != n * 4 || n_partitions < 1) {
-            PyErr_SetString(PyExc_ValueError, "partitions: one int32 per job and at least one partition");
-            goto done;
-        }
-        for (Py_ssize_t j = 0; j < n; j++)
-            if (part[j] < 0 || part[j] >= n_partitions) {
-                PyErr_Format(PyExc_ValueError, "partitions: job index %zd has no partition", j);
-                goto done;
-            }
-        sim.partition = part;
-        sim.n_partitions = n_partitions;
-        sim.partition_blocked = PyMem_RawCalloc((size_t)n_partitions, 1);
-        if (!sim.partition_blocked) {
-            PyErr_NoMemory();
-            goto done;
-        }
     }
 
     if (preempt != Py_None) {
@@ -397,7 +374,6 @@ done:
         if (lim[k].obj) PyBuffer_Release(&lim[k]);
     if (prio_account.obj) PyBuffer_Release(&prio_account);
     if (prio_usage.obj) PyBuffer_Release(&prio_usage);
-    if (part_buf.obj) PyBuffer_Release(&part_buf);
     for (int k = 0; k < 7; k++)
         if (res[k].obj) PyBuffer_Release(&res[k]);
     for (int k = 0; k < 2; k++)

@@ -27,23 +27,15 @@
 
 /*
  * The main scheduler: jobs in queue order start while they fit. A job that does not fit may preempt
- * (when preemption is on); otherwise it blocks its partition: later jobs of that partition are not
- * considered in this pass, while other partitions' jobs still are (slurmctld's job_scheduler keeps
- * a list of failed partitions). With one partition the first job that does not fit ends the pass.
+ * (when preemption is on); otherwise it ends the pass: slurmctld's job_scheduler marks its
+ * partition failed and takes the partition's nodes out of what later jobs may use in this pass
+ * ("do not schedule more jobs in this partition or on nodes in this partition"), and every
+ * partition of a pool spans all its nodes. A job held by a limit is skipped, blocking no one.
  */
 static void fifo_pass(Sim *sim, double now) {
-    int32_t open_partitions = sim->n_partitions > 1 ? sim->n_partitions : 1;
-    if (sim->n_partitions > 1) memset(sim->partition_blocked, 0, (size_t)sim->n_partitions);
     for (int32_t slot = gp_queue_first(sim); slot < sim->q_count; slot++) {
         if (sim->q_nodes[slot] == GP_GONE || gp_limit_reason(sim, sim->q_job[slot])) continue;
-        int32_t job = sim->q_job[slot];
-        int32_t partition = sim->n_partitions > 1 ? sim->partition[job] : 0;
-        if (sim->n_partitions > 1 && sim->partition_blocked[partition]) continue;
-        if (!gp_fits_now(sim, slot) && !(sim->preempt_class && gp_try_preempt(sim, slot, now))) {
-            if (--open_partitions == 0) break;
-            sim->partition_blocked[partition] = 1;
-            continue;
-        }
+        if (!gp_fits_now(sim, slot) && !(sim->preempt_class && gp_try_preempt(sim, slot, now))) break;
         gp_start_slot(sim, slot, now);
     }
 }
