@@ -196,3 +196,26 @@ workloads:
     allowed = set(np.round(source[source > 0] * 0.5).tolist())
     assert set(workload.jobs.duration_s.tolist()) <= allowed
     assert len(workload.jobs) == pytest.approx(400, rel=0.2)
+
+
+def test_a_traced_partition_the_scenario_defines_is_kept(tmp_path: Path) -> None:
+    trace = Path(__file__).resolve().parent / "data" / "sacct_gpusim_22.05_slice.txt"
+    text = f"""\
+name: replay
+cluster:
+  pools: [{{name: gpu, gpus_per_node: 8, nodes: 8}}]
+teams: [{{name: a}}]
+workloads:
+  - name: replay
+    trace: {{path: {trace}, team: a}}
+models:
+  slurm:
+    partitions:
+      - {{name: batch, pool: gpu}}
+"""
+    path = tmp_path / "replay.yaml"
+    path.write_text(text)
+    jobs = synthesize(load_scenario(path)).jobs
+    labels = set(jobs.partition.values())
+    assert "batch" in labels  # defined: kept
+    assert labels <= {"batch", "gpu"}  # any other traced partition falls back to the pool

@@ -222,11 +222,17 @@ def _trace_jobs(loaded: LoadedScenario, workload: TraceWorkload) -> JobTable:
         mapped = [mapping.get(label, mapping.get("*", "")) for label in jobs.team.labels]
         team = Labels.from_keys(jobs.team.codes, lambda code: mapped[code])
     count = len(jobs)
+    # a traced partition that the scenario defines on this pool is kept (sacct's Partition column)
+    own = {p.name for p in loaded.scenario.models.slurm.partitions if p.pool == pool.name}
+    partition = Labels.from_keys(
+        jobs.partition.codes,
+        lambda code: label if (label := jobs.partition.labels[code]) in own else pool.name,
+    )
     return replace(
         jobs,
         submit_s=submit,
         team=team,
-        partition=Labels.constant(pool.name, count),
+        partition=partition if count else Labels.constant(pool.name, 0),
         kind=Labels.constant(workload.kind, count),
         workload=Labels.constant(workload.name, count),
     )
