@@ -51,7 +51,7 @@ def recommend(
     rec = result.recommendation
     if not quiet:
         console = Console()
-        console.print(f"scenario: {result.scenario}", highlight=False)
+        console.print(f"scenario: {result.scenario}", highlight=False, soft_wrap=True)
         console.print(
             f"recommended: [bold]{rec.chosen}[/] ({rec.decision.replace('_', ' ')})", highlight=False
         )
@@ -59,6 +59,6 @@ def recommend(
             console.print(f"  score {name}: {score:.2f}", highlight=False)
         for reason in rec.reasons[:5]:
             console.print(f"  - {reason}", highlight=False, soft_wrap=True)
-        console.print("wrote " + ", ".join(str(f) for f in result.files), highlight=False)
+        console.print("wrote " + ", ".join(str(f) for f in result.files), highlight=False, soft_wrap=True)
     if rec.decision == "no_model_meets_targets":
         raise typer.Exit(1)
