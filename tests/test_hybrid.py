@@ -9,6 +9,8 @@ from pathlib import Path
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from gpuplan.cli import app
@@ -149,16 +151,21 @@ def test_lending_raises_slo_attainment_and_batch_work_over_the_static_split(tmp_
     assert lending["settings"]["lending"]["gpu_hours_in_transit"] > 0
 
 
-@pytest.mark.parametrize(
-    "lending",
-    [
-        "{policy: kubernetes_borrows}",
-        "{policy: kubernetes_borrows, grace_time: 0s, move_time: 1m}",
-        "{policy: kubernetes_borrows, max_nodes: 2, grace_time: 30m}",
-    ],
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    grace=st.sampled_from(["0s", "5m", "30m"]),
+    move=st.sampled_from(["1m", "5m", "20m"]),
+    max_nodes=st.sampled_from([1, 2, 5]),
+    kubernetes_nodes=st.integers(1, 2),
 )
-def test_a_lent_node_never_serves_both_sides(tmp_path: Path, lending: str) -> None:
-    _, _, out = hybrid_run(tmp_path, "run", f"    split: {{gpu: 5}}\n    lending: {lending}\n")
+def test_a_lent_node_never_serves_both_sides(
+    tmp_path: Path, grace: str, move: str, max_nodes: int, kubernetes_nodes: int
+) -> None:
+    lending = (
+        f"{{policy: kubernetes_borrows, grace_time: {grace}, move_time: {move}, max_nodes: {max_nodes}}}"
+    )
+    split = 6 - kubernetes_nodes
+    _, _, out = hybrid_run(tmp_path, "run", f"    split: {{gpu: {split}}}\n    lending: {lending}\n")
     timeline = pq.read_table(out / "timeline.parquet").to_pylist()
     rows = {"gpu/slurm": [], "gpu/kubernetes": []}
     for row in timeline:
