@@ -36,6 +36,28 @@ SkipBadLinesOption = Annotated[
 
 err = Console(stderr=True)
 
+ProcessesOption = Annotated[
+    int | None,
+    typer.Option(help="Worker processes [default: one per model, at most one per core].", min=1),
+]
+
+
+@contextmanager
+def steps(first: str, hidden: bool) -> Iterator[Callable[[str], None]]:
+    """A progress bar on stderr for work reported step by step: yields ``done(what)``."""
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TimeElapsedColumn(),
+        console=err,
+        disable=hidden,
+        transient=True,
+    ) as progress:
+        task = progress.add_task(first, total=None)
+        yield lambda what: progress.update(task, advance=1, description=f"{what} done")
+
 
 @contextmanager
 def user_errors() -> Iterator[None]:

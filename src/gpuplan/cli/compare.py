@@ -9,10 +9,9 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from gpuplan.cli.common import JsonOption, OutOption, QuietOption, call, warn
+from gpuplan.cli.common import JsonOption, OutOption, ProcessesOption, QuietOption, call, steps, warn
 
 
 def compare(
@@ -21,10 +20,7 @@ def compare(
         list[str] | None,
         typer.Option("--model", help="A model to run (repeatable) [default: the scenario's models.compare]."),
     ] = None,
-    processes: Annotated[
-        int | None,
-        typer.Option(help="Worker processes [default: one per model, at most one per core].", min=1),
-    ] = None,
+    processes: ProcessesOption = None,
     out: OutOption = Path("gpuplan-out"),
     json_output: JsonOption = False,
     quiet: QuietOption = False,
@@ -38,21 +34,7 @@ def compare(
     from gpuplan.compare import compare as run_compare
 
     request = CompareRequest(scenario, tuple(model) if model else None, out, processes)
-    console = Console(stderr=True)
-    with Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        TextColumn("{task.completed}/{task.total} models"),
-        TimeElapsedColumn(),
-        console=console,
-        disable=quiet or json_output,
-        transient=True,
-    ) as progress:
-        task = progress.add_task("simulating", total=len(model) if model else None)
-
-        def done(name: str) -> None:
-            progress.update(task, advance=1, description=f"simulated {name}")
-
+    with steps("simulating the models", quiet or json_output) as done:
         result = call(lambda: run_compare(request, done))
     warn(result.warnings, quiet)
     if json_output:

@@ -7,19 +7,15 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-from gpuplan.cli.common import OutOption, QuietOption, call, warn
+from gpuplan.cli.common import OutOption, ProcessesOption, QuietOption, call, steps, warn
 
 
 def recommend(
     scenario: Annotated[
         Path | None, typer.Argument(help="Scenario file (.yaml) [default: the bundled mixed-org example].")
     ] = None,
-    processes: Annotated[
-        int | None,
-        typer.Option(help="Worker processes [default: one per model, at most one per core].", min=1),
-    ] = None,
+    processes: ProcessesOption = None,
     out: OutOption = Path("gpuplan-out"),
     quiet: QuietOption = False,
 ) -> None:
@@ -33,20 +29,8 @@ def recommend(
     from gpuplan.recommend import recommend as run_recommend
 
     request = RecommendRequest(scenario, out, processes)
-    with Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        TimeElapsedColumn(),
-        console=Console(stderr=True),
-        disable=quiet,
-        transient=True,
-    ) as progress:
-        task = progress.add_task("simulating the models", total=None)
-
-        def step(what: str) -> None:
-            progress.update(task, advance=1, description=f"{what} done")
-
-        result = call(lambda: run_recommend(request, step))
+    with steps("simulating the models", quiet) as done:
+        result = call(lambda: run_recommend(request, done))
     warn(result.warnings, quiet)
     rec = result.recommendation
     if not quiet:
