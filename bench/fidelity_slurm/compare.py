@@ -1,25 +1,35 @@
 #!/usr/bin/env python3
-"""Compare per-job start times of a real Slurm replay (replay.py) with gpuplan's Slurm model.
+"""Compare per-job start times of a real Slurm replay (replay.py) with gpuplan's Slurm model and the
+harness's reference model.
 
-    python3 bench/fidelity_slurm/compare.py RUN_DIR [--gpuplan "gpuplan"] [--tolerance S]
+    python3 bench/fidelity_slurm/compare.py RUN_DIR [--repeat RUN_DIR2] [--plans] [--ablate]
+                                            [--gpuplan CMD] [--no-gpuplan]
 
-Runs gpuplan three times on RUN_DIR's trace, with the same cluster (nodes x 8 GPUs) and the
-minutes-rounded time limits as estimates:
+Models, each on RUN_DIR's trace with the same cluster (nodes x 8 GPUs) and the minutes-rounded time
+limits as estimates:
 
-  easy      trace.swf, --backfill easy: the model under test
-  none      trace.swf, --backfill none: strict FIFO, for reference
-  easy-real trace-realrun.swf, --backfill easy, with each job's run time as measured on Slurm
-            (End - Start): what is left is scheduling, not run-time overhead
+  slurm     gpuplan --backfill slurm through a scenario file (RUN_DIR/gpuplan-scenario.yaml) with the
+            replay's settings as far as a scenario can state them: bf_interval, bf_resolution,
+            bf_window, bf_max_job_test, priority/multifactor weights, PriorityMaxAge,
+            PriorityDecayHalfLife, PriorityCalcPeriod, Fair Tree, team shares, and the partitions
+            (named after the SWF partition numbers, so each trace job keeps its own); what it cannot
+            state is printed ("gpuplan cannot express")
+  easy      gpuplan trace.swf --backfill easy (Slurm's defaults otherwise)
+  none      gpuplan trace.swf --backfill none: strict FIFO, for reference
+  ref       reference.py with the replay's settings and the clocks measured in its logs (periodic
+            main passes, backfill thread phase, decay tick)
+  ref-phase reference.py with only the phases of those clocks (periodic passes every
+            sched_interval from the first, no drift): what a simulator given the phases can do
+  ref-real  as ref, with each job's run time as measured on Slurm (End - Start)
   repeat    (with --repeat RUN_DIR2) the other real replay of the same trace: the noise floor
 
-and the harness's own reference model of Slurm's main and backfill loops (reference.py: every
-pending job reserves, not only the head), as ``ref`` (trace run times) and ``ref-real`` (measured),
-to tell which differences that documented behaviour explains;
-
-and prints per job: real - simulated start, how real Slurm started it (main scheduler or backfill,
-from slurmctld.log), whether the nodes match; then the share of jobs within the tolerance
-(bf_interval + 2 s by default). Writes RUN_DIR/compare.csv and RUN_DIR/compare.json.
-Exits non-zero only if the harness broke (missing files, gpuplan failed), never for low agreement.
+Prints per job real - simulated start and how real Slurm started it (main scheduler or backfill, from
+slurmctld.log); then per model the share of jobs within the tolerance (bf_interval + 2 s), and with
+--plans the first backfill plan that differs between Slurm's log and reference.py, with --ablate
+the agreement of reference.py with each of its behaviours switched off. Writes RUN_DIR/compare.csv,
+compare.json (and ablation.json). Exits non-zero only if the harness broke (missing files, no
+gpuplan to run), never for low agreement; a failing gpuplan is a warning (compare.json:
+gpuplan_error) and the reference models are still compared.
 """
 
 from __future__ import annotations
@@ -35,6 +45,7 @@ import shutil
 import statistics
 import subprocess
 import sys
+from datetime import datetime
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -42,6 +53,10 @@ sys.path.insert(0, str(HERE))
 import workload  # noqa: E402
 
 import reference  # noqa: E402
+
+
+class GpuplanFailed(Exception):
+    """gpuplan ran but failed (its own bug or an option it no longer takes)."""
 
 
 def gpuplan_command(given: str | None) -> list[str]:
@@ -55,26 +70,116 @@ def gpuplan_command(given: str | None) -> list[str]:
     raise SystemExit("gpuplan not found: activate the virtualenv it is installed in, or pass --gpuplan CMD")
 
 
-def simulate(cmd: list[str], swf: Path, out: Path, backfill: str, nodes: int) -> dict[int, dict]:
-    """Run gpuplan on ``swf``; per trace job: start_s, end_s, node set."""
+def read_jobs_parquet(out: Path, offset_s: float = 0.0) -> dict[int, dict]:
     import pyarrow.parquet as pq
 
+    result = {}
+    for r in pq.read_table(out / "jobs.parquet").to_pylist():
+        names = workload.expand_hostlist(r["node_list"] or "")
+        # gpuplan's nodes are 0-based (node0, gpu0, ...); setup.sh's gpu<NN> are 1-based
+        nodes = frozenset(int(re.sub(r"^\D+", "", n)) + 1 for n in names if n)
+        start = r["start_s"]
+        result[int(r["job_id"])] = {
+            "start_s": None if start is None or start != start else start + offset_s,
+            "nodes": nodes,
+        }
+    return result
+
+
+def simulate(cmd: list[str], swf: Path, out: Path, backfill: str, nodes: int) -> dict[int, dict]:
+    """Run gpuplan on ``swf`` with Slurm's defaults; per trace job: start_s, node set."""
     args = [*cmd, "simulate", str(swf), "--model", "slurm", "--backfill", backfill, "--nodes", str(nodes),
             "--gpus-per-node", str(workload.GPUS_PER_NODE), "--json", "--out", str(out), "-q"]  # fmt: skip
     proc = subprocess.run(args, capture_output=True, text=True, timeout=300)
     if proc.returncode != 0:
-        raise SystemExit(f"gpuplan failed ({proc.returncode}): {' '.join(args)}\n{proc.stderr}")
-    rows = pq.read_table(out / "jobs.parquet").to_pylist()
-    result = {}
-    for r in rows:
-        names = workload.expand_hostlist(r["node_list"] or "")
-        # gpuplan's node<i> is 0-based; setup.sh's gpu<NN> is 1-based
-        result[int(r["job_id"])] = {
-            "start_s": r["start_s"],
-            "end_s": r["end_s"],
-            "nodes": frozenset(int(n.removeprefix("node")) + 1 for n in names if n),
-        }
-    return result
+        raise GpuplanFailed(f"gpuplan failed ({proc.returncode}): {' '.join(args)}\n{proc.stderr}")
+    return read_jobs_parquet(out)
+
+
+def scenario_text(meta: dict, jobs: list[workload.Job], with_partitions: bool) -> str:
+    """A scenario that replays trace.swf under the replay's slurm.conf settings."""
+    nodes = int(meta["nodes"])
+    lines = [
+        f"# written by compare.py: the settings of {meta.get('config', '?')}-configuration replay",
+        "name: fidelity-replay",
+        "cluster:",
+        "  pools:",
+        f"    - {{name: gpu, nodes: {nodes}, gpus_per_node: {workload.GPUS_PER_NODE}}}",
+        "teams:",
+    ]
+    for account in sorted({j.account for j in jobs}):
+        lines.append(f"  - {{name: {account}, share: 1, users: 1}}")
+    team_map = ", ".join(
+        f"g{j.user}: {j.account}" for j in sorted({j.user: j for j in jobs}.values(), key=lambda j: j.user)
+    )
+    lines += [
+        "workloads:",
+        "  - name: replay",
+        "    kind: batch",
+        "    pool: gpu",
+        f"    trace: {{path: trace.swf, format: swf, gpus_per_node: {workload.GPUS_PER_NODE},"
+        f" team_map: {{{team_map}}}}}",
+        "models:",
+        "  slurm:",
+        "    backfill: slurm",
+        f"    bf_interval: {int(meta['bf_interval'])}",
+        f"    bf_resolution: {int(meta['bf_resolution'])}",
+        "    bf_window: 1440",
+        "    bf_max_job_test: 500",
+    ]
+    if meta.get("priority") == "priority/multifactor":
+        lines += [
+            "    priority_type: multifactor",
+            "    priority_weight_age: 1000",
+            "    priority_weight_fairshare: 10000",
+            "    priority_max_age: 10m",
+            "    priority_decay_half_life: 10m",
+            f"    priority_calc_period: {int(meta.get('priority_calc_period_s', 60))}s",
+            "    fairshare: fair_tree",
+        ]
+        if with_partitions:
+            # a trace job keeps its traced partition when the scenario defines one of that name on
+            # the pool; SWF partitions are numbers (workload.PARTITION_NUMBER: 1 batch, 2 high)
+            lines += [
+                "    priority_weight_partition: 1000",
+                "    partitions:  # SWF partition numbers: 1 = batch, 2 = high",
+                "      - {name: '1', pool: gpu, priority_tier: 1, priority_job_factor: 1}",
+                "      - {name: '2', pool: gpu, priority_tier: 10, priority_job_factor: 10}",
+            ]
+    return "\n".join(lines) + "\n"
+
+
+def simulate_scenario(
+    cmd: list[str], run_dir: Path, meta: dict, jobs: list[workload.Job]
+) -> tuple[dict, list[str]]:
+    """gpuplan --backfill slurm with the replay's settings; what it cannot express, as notes."""
+    notes = [
+        f"sched_interval={meta['sched_interval']} (the main scheduler's own period; gpuplan runs it at "
+        "every event)",
+        "the phases of Slurm's loops (backfill every bf_interval after its previous cycle, periodic "
+        "passes, decay ticks) and epoch-aligned rounding (gpuplan's clock starts at the first submission)",
+    ]
+    if meta.get("config") == "b":
+        notes += [
+            "Fair Tree with the root user's association (Slurm ranks 3 user associations: factors "
+            "1, 2/3, 1/3; gpuplan ranks the 2 teams: 1, 1/2)",
+        ]
+    offset = float(min(j.submit_s for j in jobs))  # a trace workload starts at its first submission
+    for with_partitions in (True, False):
+        text = scenario_text(meta, jobs, with_partitions)
+        path = run_dir / "gpuplan-scenario.yaml"
+        path.write_text(text)
+        out = run_dir / "gpuplan-slurm"
+        args = [*cmd, "simulate", str(path), "--model", "slurm", "--json", "--out", str(out), "-q"]
+        proc = subprocess.run(args, capture_output=True, text=True, timeout=300)
+        if proc.returncode == 0:
+            if not with_partitions and meta.get("config") == "b":
+                notes.append("partitions over a shared pool with PriorityTier, and a trace job's own "
+                             "partition (models.slurm.partitions)")  # fmt: skip
+            return read_jobs_parquet(out, offset), notes
+        if not with_partitions or "partition" not in proc.stderr:
+            raise GpuplanFailed(f"gpuplan failed ({proc.returncode}): {' '.join(args)}\n{proc.stderr}")
+    raise AssertionError
 
 
 def how_started(log: Path) -> dict[str, str]:
@@ -94,7 +199,7 @@ def how_started(log: Path) -> dict[str, str]:
 
 
 def summarize(diffs: list[float], tolerance: float) -> dict[str, float]:
-    """``diffs`` in priority (trace) order."""
+    """``diffs`` in trace order."""
     if not diffs:
         return {"n": 0}
     absd = sorted(abs(d) for d in diffs)
@@ -111,9 +216,69 @@ def summarize(diffs: list[float], tolerance: float) -> dict[str, float]:
         "max_abs": absd[-1],
         "exact": round(sum(d == 0 for d in diffs) / len(diffs), 3),
         "within_tolerance": round(sum(abs(d) <= tolerance for d in diffs) / len(diffs), 3),
+        "within_count": sum(abs(d) <= tolerance for d in diffs),
         "real_later": sum(d > tolerance for d in diffs),
         "real_earlier": sum(d < -tolerance for d in diffs),
     }
+
+
+def logged_plans(run_dir: Path, t0: int, slurm_to_trace: dict[str, int]) -> dict[int, list[tuple]]:
+    """Slurm's backfill plans per cycle (DebugFlags=Backfill): cycle second -> [(trace job, planned
+    start, nodes)], in the order the cycle tested the jobs; a start now is a plan for now."""
+    plans: dict[int, list[tuple]] = {}
+    cycle = None
+    for t, line in reference._log_lines(run_dir / "slurmctld.log", t0):
+        if "_attempt_backfill: beginning" in line:
+            cycle = int(t // 1)
+            plans[cycle] = []
+            continue
+        if cycle is None:
+            continue
+        m = re.search(r"_dump_job_sched: JobId=(\d+) to start at (\S+), end at \S+ on nodes (\S+)", line)
+        if m:
+            start = datetime.strptime(m.group(2), "%Y-%m-%dT%H:%M:%S").timestamp() - t0
+            nodes = tuple(int(n.removeprefix("gpu")) for n in workload.expand_hostlist(m.group(3)))
+            plans[cycle].append((slurm_to_trace.get(m.group(1)), int(start), nodes))
+            continue
+        m = re.search(r"_start_job: Started JobId=(\d+) in \S+ on (\S+)", line)
+        if m:
+            nodes = tuple(int(n.removeprefix("gpu")) for n in workload.expand_hostlist(m.group(2)))
+            plans[cycle].append((slurm_to_trace.get(m.group(1)), cycle, nodes))
+    return plans
+
+
+def first_plan_difference(run_dir: Path, meta: dict, real: dict, jobs: list, settings) -> str:
+    """The first backfill cycle whose plan (jobs in test order, planned starts, nodes) differs between
+    Slurm's log and reference.py: where to look first when the two disagree."""
+    logged = logged_plans(run_dir, int(meta["t0"]), {r["slurm_id"]: k for k, r in real.items()})
+    if not any(logged.values()):
+        return (
+            "no backfill plans in slurmctld.log (none was made, or the replay ran without "
+            "GPUPLAN_SLURM_DEBUGFLAGS=Backfill,BackfillMap)"
+        )
+    model = reference.Model(jobs, settings, None)
+    model.run()
+    ref: dict[int, list[tuple]] = {}
+    for cycle, job, when, nodes in model.plans:
+        ref.setdefault(cycle, []).append((job, when, nodes))
+    # cycles with something to plan, in order (a cycle may fall a second apart in the two)
+    real_cycles = [(c, p) for c, p in sorted(logged.items()) if p]
+    ref_cycles = [(c, p) for c, p in sorted(ref.items()) if p]
+    for k, ((ca, a), (cb, b)) in enumerate(zip(real_cycles, ref_cycles, strict=False)):
+        if a != b:
+            return (f"first plan difference: cycle {k + 1} (Slurm at t={ca}, ref at t={cb}):\n"
+                    f"  slurm {a}\n  ref   {b}")  # fmt: skip
+    if len(real_cycles) != len(ref_cycles):
+        return (
+            f"the first {min(len(real_cycles), len(ref_cycles))} plans are the same; Slurm planned in "
+            f"{len(real_cycles)} cycles, ref in {len(ref_cycles)}"
+        )
+    return f"all {len(real_cycles)} backfill plans are the same (jobs in test order, planned starts, nodes)"
+
+
+def agreement(real: dict[int, int], sim: dict[int, tuple], tolerance: float) -> float:
+    ok = [abs(real[k] - sim[k][0]) <= tolerance for k in real if k in sim]
+    return sum(ok) / len(real) if real else 0.0
 
 
 def main() -> int:
@@ -122,6 +287,13 @@ def main() -> int:
     ap.add_argument("--gpuplan", help='command that runs gpuplan (default: "gpuplan" on PATH)')
     ap.add_argument("--tolerance", type=float, help="seconds (default bf_interval + 2)")
     ap.add_argument("--repeat", type=Path, help="another replay of the same trace: also print real vs real")
+    ap.add_argument("--ablate", action="store_true", help="reference.py with each behaviour switched off")
+    ap.add_argument("--no-gpuplan", action="store_true", help="reference models only")
+    ap.add_argument(
+        "--plans",
+        action="store_true",
+        help="print the first backfill plan where reference.py and Slurm differ",
+    )
     args = ap.parse_args()
     run_dir: Path = args.run_dir
     for name in ("trace.csv", "trace.swf", "real.csv", "replay.json"):
@@ -137,20 +309,35 @@ def main() -> int:
     measured_run = {
         k: float(int(r["end_s"]) - int(r["start_s"])) for k, r in real.items() if r["start_s"] and r["end_s"]
     }
-    workload.write_swf(list(jobs.values()), run_dir / "trace-realrun.swf", nodes, run_s=measured_run)
-    cmd = gpuplan_command(args.gpuplan)
-    sims = {
-        "easy": simulate(cmd, run_dir / "trace.swf", run_dir / "gpuplan-easy", "easy", nodes),
-        "none": simulate(cmd, run_dir / "trace.swf", run_dir / "gpuplan-none", "none", nodes),
-        "easy-real": simulate(
-            cmd, run_dir / "trace-realrun.swf", run_dir / "gpuplan-easy-real", "easy", nodes
-        ),
+    job_list = list(jobs.values())
+    sims: dict[str, dict[int, dict]] = {}
+    notes: list[str] = []
+    gpuplan_error = None
+    if not args.no_gpuplan:
+        cmd = gpuplan_command(args.gpuplan)
+        try:
+            sims["slurm"], notes = simulate_scenario(cmd, run_dir, meta, job_list)
+            sims["easy"] = simulate(cmd, run_dir / "trace.swf", run_dir / "gpuplan-easy", "easy", nodes)
+            sims["none"] = simulate(cmd, run_dir / "trace.swf", run_dir / "gpuplan-none", "none", nodes)
+        except GpuplanFailed as exc:  # gpuplan's problem, not the harness's: compare the rest
+            gpuplan_error = str(exc)
+            for name in ("slurm", "easy", "none"):
+                sims.pop(name, None)
+            print(f"warning: {gpuplan_error.splitlines()[0]}; last lines:\n"
+                  + "\n".join(gpuplan_error.splitlines()[-3:]), file=sys.stderr)  # fmt: skip
+
+    # the harness's reference model (reference.py) with the replay's settings and clocks
+    loops = reference.clocks_from_run(run_dir, meta)
+    settings = reference.settings_from_replay(meta, job_list, real, loops)
+    phase_only = reference.settings_from_replay(meta, job_list, real, loops, main_passes_s=())
+    ref_runs = {
+        "ref": (settings, None),
+        "ref-phase": (phase_only, None),
+        "ref-real": (settings, measured_run),
     }
-    # the harness's own reference model of Slurm's two loops (reference.py), same inputs
-    for name, runs in (("ref", None), ("ref-real", {k: int(v) for k, v in measured_run.items()})):
-        ref = reference.simulate(list(jobs.values()), nodes, run_s=runs, bf_interval=int(meta["bf_interval"]),
-                                 bf_resolution=int(meta["bf_resolution"]))  # fmt: skip
-        sims[name] = {k: {"start_s": t, "nodes": frozenset(ns)} for k, (t, ns) in ref.items()}
+    for name, (s, runs) in ref_runs.items():
+        ref = reference.simulate(job_list, s, run_s=runs)
+        sims[name] = {k: {"start_s": t, "nodes": frozenset(ns), "by": by} for k, (t, ns, by) in ref.items()}
     how = how_started(run_dir / "slurmctld.log")
 
     rows = []
@@ -163,6 +350,8 @@ def main() -> int:
         row = {
             "job": k,
             "nodes": job.nodes,
+            "partition": job.partition,
+            "account": job.account,
             "submit_s": job.submit_s,
             "eligible_s": int(r["submit_s"]),
             "limit_s": job.time_limit_min * 60,
@@ -171,14 +360,14 @@ def main() -> int:
             "real_start_s": real_start,
             "real_by": how.get(r["slurm_id"], "?"),
             "real_nodes": r["node_list"],
+            "ref_by": sims["ref"].get(k, {}).get("by", "?"),
         }
         for name, sim in sims.items():
             s = sim.get(k)
             start = s["start_s"] if s else None
             row[f"sim_{name}_start_s"] = start
             row[f"diff_{name}_s"] = None if start is None else real_start - start
-        row["same_nodes"] = sims["easy"].get(k, {}).get("nodes") == real_nodes
-        row["same_nodes_ref"] = sims["ref"].get(k, {}).get("nodes") == real_nodes
+            row[f"same_nodes_{name}"] = bool(s) and s["nodes"] == real_nodes
         rows.append(row)
     if not rows:
         raise SystemExit("no job has a real start time: the replay failed")
@@ -186,21 +375,26 @@ def main() -> int:
     print(f"run {run_dir.name}: configuration {meta['config']}, {meta['slurm_version']}, {meta['priority']}, "
           f"bf_interval={meta['bf_interval']} sched_interval={meta['sched_interval']} "
           f"bf_resolution={meta['bf_resolution']}; tolerance ±{tolerance:g} s")  # fmt: skip
+    shown = [n for n in ("slurm", "easy", "none", "ref") if n in sims]
     header = (
-        f"{'job':>4} {'n':>2} {'submit':>6} {'limit':>5} {'run':>4} {'real':>5} {'by':>8}"
-        f" {'easy':>5} {'Δeasy':>6} {'Δnone':>6} {'Δe-rr':>6} {'Δref':>6}  nodes(real)  same"
+        f"{'job':>4} {'n':>2} {'part':>5} {'acct':>5} {'submit':>6} {'limit':>5} {'run':>4} {'real':>5}"
+        f" {'by':>8}"
     )
+    header += "".join(f" {'Δ' + n:>7}" for n in shown) + f" {'ref by':>8}  nodes(real)  same(ref)"
     print(header)
+
+    def fmt(v):
+        return "-" if v is None else f"{v:+.0f}"
+
     for row in rows:
-
-        def fmt(v):
-            return "-" if v is None else f"{v:+.0f}"
-
-        print(f"{row['job']:>4} {row['nodes']:>2} {row['submit_s']:>6} {row['limit_s']:>5} {row['run_s']:>4} "
-              f"{row['real_start_s']:>5} {row['real_by']:>8} {row['sim_easy_start_s']:>5.0f} "
-              f"{fmt(row['diff_easy_s']):>6} {fmt(row['diff_none_s']):>6} {fmt(row['diff_easy-real_s']):>6} "
-              f"{fmt(row['diff_ref_s']):>6}  "
-              f"{row['real_nodes']:<12} {'y' if row['same_nodes'] else 'n'}")  # fmt: skip
+        line = (
+            f"{row['job']:>4} {row['nodes']:>2} {row['partition']:>5} {row['account']:>5}"
+            f" {row['submit_s']:>6} {row['limit_s']:>5} {row['run_s']:>4} {row['real_start_s']:>5}"
+            f" {row['real_by']:>8}"
+        )
+        line += "".join(f" {fmt(row[f'diff_{n}_s']):>7}" for n in shown)
+        line += f" {row['ref_by']:>8}  {row['real_nodes']:<12} {'y' if row['same_nodes_ref'] else 'n'}"
+        print(line)
 
     summary = {}
     for name in sims:
@@ -212,20 +406,24 @@ def main() -> int:
             if row[f"sim_{name}_start_s"] is not None
         ]
         summary[name]["mean_wait_s"] = round(statistics.fmean(waits), 1)
+        summary[name]["same_nodes"] = round(sum(row[f"same_nodes_{name}"] for row in rows) / len(rows), 3)
     real_wait = round(statistics.fmean(row["real_start_s"] - row["eligible_s"] for row in rows), 1)
     if args.repeat:  # real vs real: the noise floor of the replay itself
         with (args.repeat / "real.csv").open(newline="") as fh:
-            other = {int(r["job"]): int(r["start_s"]) for r in csv.DictReader(fh) if r["start_s"]}
-        diffs = [row["real_start_s"] - other[row["job"]] for row in rows if row["job"] in other]
+            other = {int(r["job"]): r for r in csv.DictReader(fh) if r["start_s"]}
+        diffs = [
+            row["real_start_s"] - int(other[row["job"]]["start_s"]) for row in rows if row["job"] in other
+        ]
         summary["repeat"] = summarize(diffs, tolerance)
         summary["repeat"]["mean_wait_s"] = round(
-            statistics.fmean(other[k] - jobs[k].submit_s for k in other if k in jobs), 1
+            statistics.fmean(int(other[k]["start_s"]) - jobs[k].submit_s for k in other if k in jobs), 1
+        )
+        summary["repeat"]["same_nodes"] = round(
+            sum(row["real_nodes"] == other[row["job"]]["node_list"] for row in rows if row["job"] in other)
+            / len(rows),
+            3,
         )
     overhead = [row["real_run_s"] - row["run_s"] for row in rows]
-    # jobs the reference model starts at their arrival: how long real Slurm took from eligible to start
-    latency = [
-        row["real_start_s"] - row["eligible_s"] for row in rows if row["sim_ref_start_s"] == row["submit_s"]
-    ]
     report = {
         "run": run_dir.name,
         "config": meta["config"],
@@ -234,43 +432,56 @@ def main() -> int:
         "real_mean_wait_s": real_wait,
         "start_diff_real_minus_sim": summary,
         "run_overhead_s": {"mean": round(statistics.fmean(overhead), 2), "max": max(overhead)},
-        "start_latency_when_ref_starts_at_arrival_s": {
-            "n": len(latency),
-            "mean": round(statistics.fmean(latency), 2) if latency else None,
-            "max": max(latency) if latency else None,
-        },
         "real_started_by": {k: sum(row["real_by"] == k for row in rows) for k in ("main", "backfill", "?")},
-        "same_nodes_as_easy": round(sum(row["same_nodes"] for row in rows) / len(rows), 3),
-        "same_nodes_as_ref": round(sum(row["same_nodes_ref"] for row in rows) / len(rows), 3),
+        "ref_started_by_agrees": round(sum(row["real_by"] == row["ref_by"] for row in rows) / len(rows), 3),
+        "gpuplan_cannot_express": notes,
+        "gpuplan_error": gpuplan_error,
+        "reference_clocks": {
+            "main_phase_s": settings.main_phase_s,
+            "main_passes_measured": len(settings.main_passes_s),
+            "bf_phase_s": round(settings.bf_phase_s, 3),
+            "bf_last_cycle_s": settings.bf_last_cycle_s,
+            "decay_phase_s": settings.decay_phase_s,
+            "submit_s": settings.submit_s,
+        },
         "late_submissions": meta.get("late_submissions", []),
     }
     print()
-    if meta["config"] != "a":
-        print("note: configuration b (two partitions by PriorityTier, multifactor fair-share) is modelled by "
-              "neither gpuplan's slurm model nor ref yet: they see one FIFO queue")  # fmt: skip
     print(f"real mean wait {real_wait:.1f} s")
     for name, s in summary.items():
         first = f"job {s['first_divergence']}" if s["first_divergence"] else "none"
-        print(f"{name:>9}: {s['within_tolerance']:.0%} within ±{tolerance:g} s, {s['exact']:.0%} exact; "
-              f"real − sim mean {s['mean']:+.1f} s, median {s['median']:+.1f}, mean |Δ| {s['mean_abs']:.1f}, "
-              f"p90 |Δ| {s['p90_abs']:.0f}, max |Δ| {s['max_abs']:.0f}; "
+        print(f"{name:>9}: {s['within_tolerance']:.1%} ({s['within_count']}/{s['n']}) "
+              f"within ±{tolerance:g} s, "
+              f"{s['exact']:.0%} exact; real − sim mean {s['mean']:+.1f} s, median {s['median']:+.1f}, "
+              f"mean |Δ| {s['mean_abs']:.1f}, p90 |Δ| {s['p90_abs']:.0f}, max |Δ| {s['max_abs']:.0f}; "
               f"{s['real_later']} later, {s['real_earlier']} earlier; first beyond: {first}; "
-              f"mean wait {s['mean_wait_s']:.1f} s")  # fmt: skip
+              f"mean wait {s['mean_wait_s']:.1f} s; same nodes {s['same_nodes']:.0%}")  # fmt: skip
     print(
         f"run overhead (real End−Start − sleep): mean {report['run_overhead_s']['mean']:+.2f} s, "
         f"max {report['run_overhead_s']['max']:+d} s"
     )
-    lat = report["start_latency_when_ref_starts_at_arrival_s"]
-    if lat["n"]:
-        print(
-            f"start latency (real Start − Eligible) of the {lat['n']} jobs ref starts on arrival: "
-            f"mean {lat['mean']:.2f} s, max {lat['max']} s"
-        )
     print(
         f"real Slurm started {report['real_started_by']['main']} jobs in the main scheduler, "
-        f"{report['real_started_by']['backfill']} in backfill; same nodes as gpuplan easy: "
-        f"{report['same_nodes_as_easy']:.0%}, as ref: {report['same_nodes_as_ref']:.0%}"
+        f"{report['real_started_by']['backfill']} in backfill; ref names the same loop for "
+        f"{report['ref_started_by_agrees']:.0%}"
     )
+    for note in notes:
+        print(f"gpuplan cannot express: {note}")
+
+    if args.plans:
+        print()
+        print(first_plan_difference(run_dir, meta, real, job_list, settings))
+
+    if args.ablate:
+        real_starts = {row["job"]: row["real_start_s"] for row in rows}
+        base = agreement(real_starts, reference.simulate(job_list, settings), tolerance)
+        ablation = {"ref": base}
+        print(f"\nablation (reference.py with one behaviour off): ref {base:.1%}")
+        for feature, s in reference.ablate(settings).items():
+            value = agreement(real_starts, reference.simulate(job_list, s), tolerance)
+            ablation[feature] = value
+            print(f"  {feature:>20}: {value:6.1%} ({value - base:+.1%})  {reference.FEATURES[feature]}")
+        (run_dir / "ablation.json").write_text(json.dumps(ablation, indent=2) + "\n")
 
     with (run_dir / "compare.csv").open("w", newline="") as fh:
         writer = csv.DictWriter(fh, fieldnames=list(rows[0]))

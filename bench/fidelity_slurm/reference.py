@@ -1,145 +1,868 @@
-"""A small reference model of Slurm's scheduling loops, written from Slurm's documentation and from
-what the harness saw in slurmctld.log, to tell which of gpuplan's gaps explain the differences.
+"""The harness's reference model of Slurm 22.05's scheduling, a specification aid for gpuplan's engine.
 
-It is not gpuplan's model and not Slurm's code; it exists so compare.py can show how close a model
-with these documented behaviours comes to the real replay (the column ``ref``):
+It is not gpuplan's model and not Slurm's code. It was written from Slurm's documentation, from what
+``slurmctld.log`` and the scheduling log showed in the replays, and from reading how Slurm 22.05.8
+behaves in its source (each behaviour below names the parameter and the place, as file:function,
+where it is decided; nothing is copied). ``compare.py`` runs it beside gpuplan as the column ``ref``.
+README.md, "Semantics the engine must implement", states the same rules as a numbered specification,
+in order of their measured effect; ``FEATURES`` switches each one off to measure that effect.
 
-- Discrete time in whole seconds (sacct's resolution; ``--begin`` and trace times are whole
-  seconds). At each second: jobs whose run is over end and free their nodes; then the main
-  scheduler; then, every ``bf_interval`` seconds, the backfill scheduler.
-- Main scheduler (``sched_interval``, and on every job end or arrival): pending eligible jobs in
-  priority order; start each that fits now on the lowest-numbered free nodes; the first job that
-  does not fit blocks every lower-priority job of its partition for this pass (no backfill here).
-- Backfill scheduler (``sched/backfill``): walks the pending jobs in priority order with a plan
-  that holds only the reservations made so far in this pass (running jobs are not in it: they
-  are known by their planned end, start + limit, not their real end). For each job: take the nodes
-  free in the plan over [t, t + limit) (t = now first), ask for its earliest start on them
-  ("will run": running jobs are released in order of planned end, those ending within 30 s of the
-  first one together), and check its chosen nodes are free in the plan over its own window; if
-  not, retry from the next plan boundary. A job whose start is now is started, every other job
-  keeps its window as a reservation, so a later job may not take nodes that an earlier job's
-  reservation needs. This is "every tested job reserves" (conservative backfill), where EASY
-  reserves only for the head of the queue.
-- Nodes are tracked one by one (a reservation names nodes, as Slurm's does), lowest-numbered first.
+The model is a discrete-event simulation in continuous time (seconds after the replay's start t0,
+as floats), because Slurm's loops run on their own clocks and the order of events inside one second
+decides who starts where. Times Slurm stores are whole seconds (``time(NULL)``): a job's start and end,
+the "now" of every pass, --begin times; sacct prints those.
+
+Event kinds, each at a float time:
+
+- **Job end** at start + run + ``run_overhead_s`` (on this machine 0.04-0.07 s: launch, exit and
+  the completion message). The job stops running (fair-share counts only running jobs); its nodes
+  stay COMPLETING until slurmd's "already complete" answer, ``end_latency_s`` later; then they are
+  free and a scheduling request is queued (agent.c calls queue_job_scheduler).
+- **Background tick** (controller.c:_slurmctld_background): about once a second, at a phase that
+  drifts 1-4 ms per second (the model takes the periodic passes measured in the replay's scheduling
+  log and spreads the ticks between them, or a phase). A tick runs the main scheduler's full pass
+  every ``sched_interval`` whole seconds, else a pass if a request is queued and ``batch_sched_delay``
+  (3 s) passed since its last pass.
+- **Backfill check**: the backfill thread (backfill.c:backfill_agent) wakes every second; it runs a
+  cycle when at least ``bf_interval`` whole seconds passed since the previous cycle ended and
+  something changed since then (backfill.c:_more_work: a job started, ended, was submitted, had its
+  priority recomputed, was tested by a pass); after a cycle it sleeps ``bf_interval`` (plus the
+  cycle's own duration, ``bf_cycle_shift_s``).
+- **Decay tick** every ``PriorityCalcPeriod`` from slurmctld's start (priority_multifactor.c:
+  _decay_thread): usage decays and grows by the running jobs' use, fair-share factors and every
+  pending job's priority are recomputed. Between ticks priorities do not change.
+
+``settings_from_replay`` builds the Settings of a replay: its slurm.conf values and its clocks
+(``clocks_from_run`` reads them from the replay's logs).
 """
 
 from __future__ import annotations
 
+import heapq
+import itertools
 import math
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from pathlib import Path
 
 import workload
 
+# Behaviours that can be switched off (Settings.off) to measure their effect on agreement.
+FEATURES = {
+    "every_job_reserves": "backfill: every tested job that cannot start reserves (not only the first)",
+    "will_run_groups": "backfill: planned starts release running jobs in 30-s-aligned, doubling groups",
+    "try_later": "backfill: retry a job from the next map boundary where nodes free up (later_start)",
+    "bf_resolution": "backfill: reservations rounded down to bf_resolution (epoch-aligned)",
+    "best_fit": "node choice: best-fitting run of consecutive free nodes (not lowest-numbered)",
+    "main_blocks": "main scheduler: the first job that does not fit blocks its partition's nodes",
+    "periodic_loops": "two loops on their own clocks (not every event and every second)",
+    "queued_end_passes": "a job end queues a main pass for the next background tick (batch_sched_delay)",
+    "begin_at_pass": "--begin jobs are noticed only by the next pass",
+    "bf_needs_work": "backfill skips a due cycle when nothing changed since the last one",
+    "priority_tier": "queue order: PriorityTier of the partition before job priority",
+    "fair_share": "multifactor priority: fair-share factor (Fair Tree)",
+    "decay_ticks": "priorities recomputed only every PriorityCalcPeriod",
+    "age": "multifactor priority: age factor",
+    "tick_usage_only": "fair-share usage counted only for jobs running at a tick (no "
+    "AccountingStorageEnforce=limits)",
+    "root_user_assoc": "Fair Tree counts the root user's association among the siblings",
+    "coarse_clock": "time(NULL) lags the log clock by a few ms (a pass at x.002 s stamps x - 1)",
+}
+
+
+@dataclass(frozen=True)
+class Partition:
+    name: str
+    tier: int = 1  # PriorityTier
+    job_factor: int = 1  # PriorityJobFactor
+
+
+@dataclass(frozen=True)
+class Settings:
+    """slurm.conf settings (named as there) and the clocks of one replay."""
+
+    nodes: int = 8
+    cpus_per_node: int = 16  # billing = allocated CPUs (whole nodes)
+    bf_interval: int = 30
+    sched_interval: int = 60
+    bf_resolution: int = 60
+    bf_window_min: int = 1440
+    bf_max_job_test: int = 500
+    partitions: tuple[Partition, ...] = (Partition("gpu"),)
+    priority: str = "basic"  # PriorityType: basic | multifactor
+    weight_age: float = 0.0
+    weight_fairshare: float = 0.0
+    weight_partition: float = 0.0
+    max_age_s: float = 7 * 86400.0
+    decay_half_life_s: float = 7 * 86400.0
+    calc_period_s: float = 300.0
+    shares: tuple[tuple[str, float], ...] = ()  # (account, Fairshare); one user per account here
+    root_user_assoc: bool = True  # `sacctmgr add cluster` makes user root under account root
+    initial_fs: tuple[tuple[str, float], ...] = ()  # factors from the last tick before submission
+    enforce_limits: bool = False  # AccountingStorageEnforce includes "limits"
+    # clocks, in seconds relative to t0
+    t0_epoch: int = 0  # rounding to bf_resolution and the 30-s will-run windows is epoch-aligned
+    submit_s: float = -10.0  # when the jobs were submitted (sbatch), all at once
+    main_phase_s: float = 0.5  # a periodic main pass at t0 + main_phase_s + k * sched_interval
+    main_passes_s: tuple[float, ...] = ()  # measured periodic pass times (used instead, if given)
+    bf_phase_s: float = 0.5  # fraction of a second at which the backfill thread wakes
+    bf_last_cycle_s: float | None = None  # last backfill cycle before the jobs were submitted
+    bf_cycle_shift_s: float = 0.001  # a cycle's own duration, added to the sleep after it
+    decay_phase_s: float = 30.0  # a decay tick at t0 + decay_phase_s (+ k * calc_period_s)
+    batch_sched_delay: int = 3  # SchedulerParameters batch_sched_delay
+    coarse_clock_lag_s: float = 0.004
+    run_overhead_s: float = 0.045  # from the pass that starts a job to its completion, minus the run
+    end_latency_s: float = 0.005  # job end -> nodes free (slurmd's "already complete" answer)
+    end_latencies: tuple[tuple[int, float], ...] = ()  # per job (job, latency): for noise studies
+    off: frozenset[str] = frozenset()  # FEATURES switched off
+
+    def on(self, feature: str) -> bool:
+        return feature not in self.off
+
 
 @dataclass
-class Run:
-    job: int
-    nodes: tuple[int, ...]
-    start: int
-    est_end: int  # start + time limit: what the scheduler plans with
-    end: int  # start + measured run: when the nodes come back
+class Rec:
+    """One record of the backfill map (backfill.c node_space_map_t): nodes free of reservations
+    over [begin, end)."""
+
+    begin: int
+    end: int
+    avail: frozenset[int]
+
+
+@dataclass
+class Running:
+    job: workload.Job
+    nodes: frozenset[int]
+    start: int  # whole second
+    est_end: int  # start + time limit: what the schedulers plan with (job_record end_time)
+    end_f: float  # when the nodes come back (float)
+
+
+@dataclass(order=True)
+class Event:
+    time: float
+    seq: int
+    kind: str = field(compare=False)
+    data: object = field(compare=False, default=None)
+
+
+def best_fit(free: frozenset[int] | set[int], count: int, on: bool = True) -> frozenset[int] | None:
+    """Nodes for a whole-node job (select/cons_tres, job_test.c:_eval_nodes): the free nodes form
+    runs of consecutive indices; take the smallest run with enough nodes (the first of equal runs),
+    its lowest nodes; if no run is large enough, take the largest run (the first of equal ones)
+    whole and repeat for the rest. Off: the lowest-numbered free nodes."""
+    if len(free) < count:
+        return None
+    ordered = sorted(free)
+    if not on:
+        return frozenset(ordered[:count])
+    runs: list[list[int]] = []
+    for n in ordered:
+        if runs and runs[-1][-1] == n - 1:
+            runs[-1].append(n)
+        else:
+            runs.append([n])
+    chosen: list[int] = []
+    rem = count
+    while rem > 0:
+        best = None
+        for r in runs:
+            if not r:
+                continue
+            if best is None:
+                best = r
+                continue
+            enough, best_enough = len(r) >= rem, len(best) >= rem
+            if (
+                (enough and not best_enough)
+                or (enough and len(r) < len(best))
+                or (not enough and not best_enough and len(r) > len(best))
+            ):
+                best = r
+        if best is None:
+            return None
+        take = best[:rem]
+        chosen += take
+        rem -= len(take)
+        best.clear()
+    return frozenset(chosen)
+
+
+class Model:
+    def __init__(self, jobs: list[workload.Job], s: Settings, run_s: dict[int, float] | None) -> None:
+        self.s = s
+        self.jobs = sorted(jobs, key=lambda j: j.job)
+        self.run_s = {j.job: float((run_s or {}).get(j.job, j.run_s)) for j in jobs}
+        self.part = {p.name: p for p in s.partitions}
+        self.max_job_factor = max(p.job_factor for p in s.partitions) or 1
+        self.all_nodes = frozenset(range(1, s.nodes + 1))
+        self.free: set[int] = set(self.all_nodes)
+        self.pending: dict[int, workload.Job] = {}
+        self.running: dict[int, Running] = {}
+        self.completing: dict[int, Running] = {}
+        self.started: dict[int, tuple[int, tuple[int, ...], str]] = {}
+        self.events: list[Event] = []
+        self.seq = 0
+        self.last_job_update = -(10**9)
+        self.last_bf_sec = -(10**9)
+        # fair share
+        self.accounts = [a for a, _ in s.shares] or sorted({j.account for j in jobs})
+        self.account_shares = dict(s.shares) or {a: 1.0 for a in self.accounts}
+        self.usage = {a: 0.0 for a in self.accounts}
+        # fair-share factors until the first decay tick: those of the controller's last tick
+        self.fs = {a: 1.0 for a in self.accounts} | dict(s.initial_fs)
+        self.last_decay: int | None = None
+        self.df = 1 - 0.693 / s.decay_half_life_s if s.decay_half_life_s > 0 else 1.0
+        self.priority: dict[int, int] = {}
+        self.now_f = s.submit_s
+        self.stuck = 0
+        self.latency = dict(s.end_latencies)
+        self.sched_requests = 1  # the submissions queued one (proc_req.c: queue_job_scheduler)
+        self.last_full_sec = self.last_sched_sec = -(10**9)
+        self.next_free_tick: float | None = None
+        self.plans: list[tuple[int, int, int, tuple[int, ...]]] = []  # cycle, job, planned start, nodes
+        self.reason_set: set[int] = set()
+
+    # ---- clocks and events -----------------------------------------------------------------
+
+    def push(self, t: float, kind: str, data: object = None) -> None:
+        self.seq += 1
+        heapq.heappush(self.events, Event(t, self.seq, kind, data))
+
+    def epoch_floor(self, t: int, res: int) -> int:
+        """Round down to a multiple of ``res`` in epoch time (Slurm rounds time_t values)."""
+        e = self.s.t0_epoch
+        return (t + e) // res * res - e
+
+    def sec(self, t: float) -> int:
+        """Slurm's "now" at float time t: time(NULL) reads the kernel's coarse clock, which lags
+        the log timestamps (gettimeofday) by up to a timer tick, so a pass logged at x.002 s
+        still stamps second x - 1 (seen in both replays: starts 1 s before their log line)."""
+        return math.floor(t - (self.s.coarse_clock_lag_s if self.s.on("coarse_clock") else 0.0))
+
+    def touch(self, now: int) -> None:
+        self.last_job_update = max(self.last_job_update, now)
+
+    # ---- priority --------------------------------------------------------------------------
+
+    def fair_tree(self) -> None:
+        """Fair Tree (fair_tree.c:_calc_tree_fs): siblings under root are the root user's
+        association and the accounts; Level Fairshare LF = S / U with S the shares normalised over
+        the siblings and U the usage over the parent's; siblings ranked by LF (ties: users before
+        accounts; tied accounts merged); a user's factor is rank / users, the rank counting down
+        from the number of user associations, a tie keeping the rank."""
+        s = self.s
+        if not s.on("fair_share"):
+            self.fs = {a: 1.0 for a in self.accounts}
+            return
+        root_user = 1 if s.root_user_assoc and s.on("root_user_assoc") else 0
+        total_shares = root_user + sum(self.account_shares.values())
+        root_usage = sum(self.usage.values())
+        users = root_user + len(self.accounts)
+
+        def lf(shares: float, usage: float) -> float:
+            u = usage / root_usage if root_usage > 0 else 0.0
+            return math.inf if u == 0 else (shares / total_shares) / u
+
+        entries = [(lf(1.0, 0.0), 0, None)] if root_user else []  # (LF, 0 = user / 1 = account, name)
+        entries += [(lf(self.account_shares[a], self.usage[a]), 1, a) for a in self.accounts]
+        entries.sort(key=lambda e: (-e[0], e[1]))
+        rank = rnt = users
+        prev = None
+        for lf_value, _, name in entries:
+            tied = prev is not None and lf_value == prev
+            if not tied:
+                rank = rnt
+            if name is not None:
+                self.fs[name] = rank / users
+            rnt -= 1
+            prev = lf_value
+
+    def compute_priority(self, job: workload.Job, now: int | None) -> int:
+        """priority_multifactor.c:_get_priority_internal: sum of weighted factors, truncated to an
+        integer. Age counts from the job's begin time (its accrue time without accounting limits,
+        acct_policy.c:acct_policy_handle_accrue_time) to the tick, over PriorityMaxAge."""
+        s = self.s
+        if s.priority != "multifactor":
+            return 10**9 - job.job  # priority/basic: one lower per submission
+        age = 0.0
+        if now is not None and s.on("age") and now > job.submit_s:
+            age = min((now - job.submit_s) / s.max_age_s, 1.0)
+        part = self.part[job.partition].job_factor / self.max_job_factor
+        value = s.weight_age * age + s.weight_fairshare * self.fs.get(job.account, 1.0)
+        value += s.weight_partition * part
+        return max(1, int(value))
+
+    def sort_key(self, job: workload.Job) -> tuple:
+        """job_scheduler.c:sort_job_queue2: PriorityTier (high first), priority (high first),
+        submit time, job id. Every job was submitted before t0 in trace order."""
+        tier = self.part[job.partition].tier if self.s.on("priority_tier") else 0
+        return (-tier, -self.priority[job.job], job.job)
+
+    def decay_tick(self, t: float) -> None:
+        now = self.sec(t)
+        s = self.s
+        if self.last_decay is not None and now > self.last_decay:
+            factor = self.df ** (now - self.last_decay)
+            for a in self.usage:
+                self.usage[a] *= factor
+            for r in self.running.values():  # usage of running jobs since the last tick
+                self.add_usage(r, max(self.last_decay, r.start), now)
+        self.last_decay = now
+        self.fair_tree()
+        for job in self.pending.values():
+            self.priority[job.job] = self.compute_priority(job, now)
+        if self.pending:
+            self.touch(now)  # priority_multifactor.c:decay_apply_weighted_factors
+        if s.priority == "multifactor":
+            self.push(t + s.calc_period_s, "decay")
+
+    def add_usage(self, r: Running, t_from: int, t_to: int) -> None:
+        """priority_multifactor.c:_apply_new_usage: billable TRES (allocated CPUs) x seconds,
+        times decay_factor ** seconds."""
+        delta = max(0, t_to - t_from)
+        self.usage[r.job.account] += delta * self.df**delta * r.job.nodes * self.s.cpus_per_node
+
+    # ---- starting and ending jobs ------------------------------------------------------------
+
+    def start(self, job: workload.Job, nodes: frozenset[int], t: float, by: str) -> Running:
+        now = self.sec(t)
+        self.free.difference_update(nodes)
+        r = Running(
+            job, nodes, now, now + job.time_limit_min * 60, t + self.run_s[job.job] + self.s.run_overhead_s
+        )
+        self.running[job.job] = r
+        del self.pending[job.job]
+        self.started[job.job] = (now, tuple(sorted(nodes)), by)
+        self.touch(now)
+        self.push(r.end_f, "end", job.job)
+        return r
+
+    def end(self, t: float, job_id: int) -> None:
+        """The job's batch script ends (sacct End): it stops running (no more usage at ticks), but
+        its nodes stay COMPLETING until slurmd's answer to the terminate request, ``end_latency_s``
+        later (see release)."""
+        r = self.running.pop(job_id)
+        now = self.sec(t)
+        self.completing[job_id] = r
+        counted = self.s.enforce_limits or not self.s.on("tick_usage_only")
+        if self.last_decay is not None and self.s.priority == "multifactor" and counted:
+            # priority_multifactor.c:priority_p_job_end adds the use since the last tick, but
+            # acct_policy.c:_adjust_limit_usage calls it only with AccountingStorageEnforce=limits;
+            # without, the use of a job between its last tick and its end is never counted
+            self.add_usage(r, max(self.last_decay, r.start), now)
+        self.touch(now)
+        self.push(t + self.latency.get(job_id, self.s.end_latency_s), "release", job_id)
+
+    def release(self, t: float, job_id: int) -> None:
+        """Epilog complete: the nodes are free. Usually slurmd answers the terminate request with
+        "already complete" and the agent only queues a scheduling request (agent.c:
+        queue_job_scheduler), served by the controller's next background tick (see tick)."""
+        r = self.completing.pop(job_id)
+        self.free.update(r.nodes)
+        self.touch(self.sec(t))
+        if not self.s.on("periodic_loops"):
+            return
+        if self.s.on("queued_end_passes"):
+            self.sched_requests += 1
+        else:
+            self.main_pass(t)
+
+    def schedule_ticks(self) -> None:
+        """The controller's background thread (controller.c:_slurmctld_background) wakes about
+        once a second (10 x 100 ms sleeps plus its work: its phase drifts by 1-4 ms per second).
+        With measured periodic passes, the ticks between two of them are spread evenly; after the
+        last one, and without measurements, ticks are 1 s apart from main_phase_s."""
+        s = self.s
+        passes = [p for p in s.main_passes_s]
+        if passes:
+            for a, b in itertools.pairwise(passes):
+                n = max(1, round(b - a))
+                self.push(a, "tick", True)
+                for k in range(1, n):
+                    self.push(a + k * (b - a) / n, "tick", False)
+            self.push(passes[-1], "tick", True)
+            self.last_full_sec = math.floor(passes[0]) - s.sched_interval
+            self.next_free_tick = passes[-1] + 1.0
+        else:
+            first = math.floor(s.submit_s) + (s.main_phase_s % 1.0)
+            self.push(first, "tick", None)
+            # periodic passes at main_phase_s + k * sched_interval
+            phase = math.floor(s.main_phase_s) % s.sched_interval
+            k = (math.floor(first) - phase) % s.sched_interval
+            self.last_full_sec = math.floor(first) - k
+            if k == 0:
+                self.last_full_sec -= s.sched_interval
+            self.next_free_tick = None
+        self.last_sched_sec = self.last_full_sec
+
+    def tick(self, t: float, periodic: bool | None) -> None:
+        """One background tick: the periodic full pass when sched_interval whole seconds passed
+        since the last one; else, if a scheduling request is queued (job end, submission) and at
+        least batch_sched_delay (3 s) passed since the thread's last pass, a pass."""
+        s = self.s
+        now = self.sec(t)
+        if periodic is None:
+            periodic = now - self.last_full_sec >= s.sched_interval
+            self.push(t + 1.0, "tick", None)
+        elif self.next_free_tick is not None and t == s.main_passes_s[-1]:
+            self.push(self.next_free_tick, "tick", None)
+        if t < s.submit_s:  # before the jobs exist: only the clock matters
+            if periodic:
+                self.last_full_sec = self.last_sched_sec = now
+            return
+        if periodic:
+            self.last_full_sec = self.last_sched_sec = now
+            self.sched_requests = 0
+            self.main_pass(t)
+        elif self.sched_requests and now - self.last_sched_sec >= s.batch_sched_delay:
+            self.last_sched_sec = now
+            self.sched_requests = 0
+            self.main_pass(t)
+
+    def eligible(self, now: int) -> list[workload.Job]:
+        jobs = [j for j in self.pending.values() if j.submit_s <= now]
+        return sorted(jobs, key=self.sort_key)
+
+    # ---- the main scheduler ----------------------------------------------------------------
+
+    def main_pass(self, t: float) -> None:
+        """job_scheduler.c:_schedule: eligible jobs in queue order; each starts if it fits on free
+        nodes of its partition; the first that does not fit marks its partition failed and takes
+        the partition's nodes out of this pass, so every job of any partition over those nodes
+        waits (here both partitions cover all nodes: the first blocked job stops the pass)."""
+        now = self.sec(t)
+        waiting = [j for j in self.pending if j not in self.reason_set]
+        if waiting:  # the first pass gives new jobs a reason (BeginTime): last_job_update
+            self.reason_set.update(waiting)
+            self.touch(now)
+        queue = self.eligible(now)
+        if not queue:
+            return
+        self.touch(now)  # jobs' state reasons change (job_scheduler.c sets last_job_update)
+        blocked = False  # every partition covers every node: one failure takes them all out
+        for job in queue:
+            if blocked:
+                break
+            nodes = best_fit(frozenset(self.free), job.nodes, self.s.on("best_fit"))
+            if nodes is not None:
+                self.start(job, nodes, t, "main")
+            elif self.s.on("main_blocks"):
+                blocked = True
+
+    # ---- the backfill scheduler ------------------------------------------------------------
+
+    def will_run(
+        self, job: workload.Job, avail: frozenset[int], now: int
+    ) -> tuple[int, frozenset[int]] | None:
+        """Earliest start on ``avail`` (job_test.c:_will_run_test): now if the job fits on nodes
+        free now; else release running jobs in order of planned end (start + limit) in groups:
+        the first group ends at the first 30-s epoch boundary after the first job's end plus 30 s,
+        later groups at that boundary plus 60, 120, 240 ... s (the window doubles at least once per
+        group, until it reaches the next job's end); after each group test again; the start is
+        the planned end of the last job released. A job on none of ``avail`` is skipped, and then
+        the next one joins the group whatever its end (as the source's loop does)."""
+        s = self.s
+        fit = best_fit(avail & frozenset(self.free), job.nodes, s.on("best_fit"))
+        if fit is not None:
+            return now, fit
+        ordered = sorted(self.running.values(), key=lambda r: r.est_end)
+        released: set[int] = set(self.free)
+        if not s.on("will_run_groups"):
+            for r in ordered:
+                if not (r.nodes & avail):
+                    continue
+                released |= r.nodes
+                fit = best_fit(avail & frozenset(released), job.nodes, s.on("best_fit"))
+                if fit is not None:
+                    return max(now, r.est_end), fit
+            return None
+        window = 30
+        boundary = None
+        i = 0
+        while i < len(ordered):
+            last = None
+            more = True
+            while True:
+                if i >= len(ordered):
+                    more = False
+                    break
+                r = ordered[i]
+                i += 1
+                if not (r.nodes & avail):
+                    continue
+                if boundary is None:
+                    e = r.est_end + s.t0_epoch
+                    boundary = r.est_end + (30 - e % 30)
+                last = r
+                released |= r.nodes
+                if i >= len(ordered):
+                    more = False
+                    break
+                if ordered[i].est_end > boundary + window:
+                    break
+            if last is None:
+                break
+            nxt = ordered[i] if i < len(ordered) else None
+            window *= 2
+            while nxt is not None and nxt.est_end > boundary + window:
+                window *= 2
+            fit = best_fit(avail & frozenset(released), job.nodes, s.on("best_fit"))
+            if fit is not None:
+                return max(now, last.est_end), fit
+            if not more:
+                break
+        return None
+
+    def add_reservation(self, ns: list[Rec], start: int, end: int, nodes: frozenset[int]) -> None:
+        """backfill.c:_add_reservation: split the map at start and end, take ``nodes`` out of the
+        records in between; a reservation lasts at least one bf_resolution; then merge the first
+        pair of neighbouring records that became equal."""
+        res = self.s.bf_resolution if self.s.on("bf_resolution") else 1
+        start = max(start, ns[0].begin)
+        if end < start + res:
+            end = start + res
+        placed = False
+        one_before, one_after = 0, None
+        j = 0
+        while True:
+            if ns[j].end > start:
+                ns.insert(j + 1, Rec(start, ns[j].end, ns[j].avail))
+                ns[j].end = start
+                placed = True
+                break
+            if ns[j].end == start:
+                placed = True
+                break
+            one_before = j
+            j += 1
+            if j >= len(ns):
+                break
+        while placed:
+            j += 1
+            if j >= len(ns):
+                break
+            if end < ns[j].end:
+                ns.insert(j + 1, Rec(end, ns[j].end, ns[j].avail))
+                ns[j].end = end
+            ns[j].avail = ns[j].avail - nodes
+            if end == ns[j].end:
+                one_after = j + 1 if j + 1 < len(ns) else None
+                break
+        i = one_before
+        while i != one_after and i + 1 < len(ns):
+            if ns[i].avail == ns[i + 1].avail:
+                ns[i].end = ns[i + 1].end
+                del ns[i + 1]
+                break
+            i += 1
+
+    def backfill_cycle(self, t: float) -> None:
+        """backfill.c:_attempt_backfill. The map starts as one record from now (rounded down to
+        bf_resolution) to now + bf_window with every node: running jobs are not in it (they are
+        known to will_run by their planned ends), only this cycle's reservations and the jobs this
+        cycle starts. Jobs are tested in queue order (up to bf_max_job_test)."""
+        s = self.s
+        now = self.sec(t)
+        queue = self.eligible(now)
+        if not queue:
+            return  # "no jobs to backfill": nothing changes, so the next cycle waits for a change
+        res = s.bf_resolution if s.on("bf_resolution") else 1
+        window = s.bf_window_min * 60
+        ns = [Rec(self.epoch_floor(now, res), self.epoch_floor(now + window, res), self.all_nodes)]
+        reserved_one = False
+        for tested, job in enumerate(queue):
+            if tested >= s.bf_max_job_test:
+                break
+            if job.job not in self.pending:
+                continue
+            limit = job.time_limit_min * 60
+            start_res = now
+            self.touch(now)  # the job's expected start is set: last_job_update
+            for _ in range(500):  # TRY_LATER; each retry moves to a later map boundary
+                end_time = start_res + limit
+                avail = set(self.all_nodes)
+                later = None
+                for k, rec in enumerate(ns):
+                    # later_start: the first boundary after which a candidate node frees up
+                    # (backfill.c:_attempt_backfill, the node_space walk before _try_sched)
+                    frees = k + 1 < len(ns) and not ns[k + 1].avail <= (avail & rec.avail)
+                    if rec.end > start_res and later is None and frees and s.on("try_later"):
+                        later = rec.end
+                    if rec.end <= start_res:
+                        continue
+                    if rec.begin <= end_time:
+                        avail &= rec.avail
+                    else:
+                        break
+                avail_f = frozenset(avail)
+                if len(avail_f) < job.nodes:
+                    if later is not None:
+                        start_res = later
+                        continue
+                    break
+                found = self.will_run(job, avail_f, now)
+                if found is None:
+                    if later is not None:
+                        start_res = later
+                        continue
+                    break
+                when, nodes = found
+                when = max(when, start_res)
+                if when <= now:
+                    self.plans.append((now, job.job, when, tuple(sorted(nodes))))
+                    r = self.start(job, nodes, t, "backfill")
+                    # a started whole-node job enters the map until its planned end
+                    # (backfill.c:_bf_reserve_running), rounded down
+                    self.add_reservation(ns, 0, self.epoch_floor(r.est_end, res), nodes)
+                    break
+                if not s.on("every_job_reserves") and reserved_one:
+                    break  # EASY: only the first job that cannot start reserves
+                if later is not None and when > later:
+                    start_res = later
+                    continue
+                start_r = self.epoch_floor(when, res)
+                end_r = self.epoch_floor(when + limit, res)
+                if when > now + window:
+                    break
+                if self.overlaps(ns, nodes, start_r, end_r):
+                    start_res = when  # backfill.c:_test_resv_overlap, then TRY_LATER
+                    continue
+                self.plans.append((now, job.job, when, tuple(sorted(nodes))))
+                self.add_reservation(ns, start_r, end_r, nodes)
+                reserved_one = True
+                break
+            else:
+                self.stuck += 1  # never seen; Slurm would end the cycle at bf_max_time
+
+    @staticmethod
+    def overlaps(ns: list[Rec], nodes: frozenset[int], start: int, end: int) -> bool:
+        return any(rec.end > start and rec.begin < end and not nodes <= rec.avail for rec in ns)
+
+    # ---- the event loop ----------------------------------------------------------------------
+
+    def run(self, horizon: float = 100_000.0) -> dict[int, tuple[int, tuple[int, ...], str]]:
+        s = self.s
+        for job in self.jobs:  # every job is submitted before t0 (sbatch --begin)
+            self.pending[job.job] = job
+            self.priority[job.job] = self.compute_priority(job, None)
+        self.touch(math.floor(s.submit_s))
+        if s.on("periodic_loops"):
+            self.schedule_ticks()
+            # the backfill thread: last cycle before the jobs came, then checks every second
+            self.last_bf_sec = (
+                math.floor(s.bf_last_cycle_s) if s.bf_last_cycle_s is not None else int(s.submit_s) - 100
+            )
+            first = math.floor(s.submit_s) + s.bf_phase_s
+            if first < s.submit_s:
+                first += 1
+            self.push(first, "bf-check")
+        else:  # both loops at every whole second (after the ends of that second)
+            self.push(math.ceil(s.submit_s) + 0.5, "second")
+        if s.priority == "multifactor":
+            if s.on("decay_ticks"):
+                k = math.floor((s.submit_s - s.decay_phase_s) / s.calc_period_s) + 1
+                self.push(s.decay_phase_s + k * s.calc_period_s, "decay")
+            self.last_decay = math.floor(s.submit_s)
+        while self.events and (self.pending or self.running or self.completing):
+            ev = heapq.heappop(self.events)
+            t = ev.time
+            if t > horizon:
+                break
+            self.now_f = t
+            if ev.kind == "release":
+                self.release(t, ev.data)
+            elif ev.kind == "end":
+                self.end(t, ev.data)
+                if not s.on("decay_ticks") and s.priority == "multifactor":
+                    self.decay_tick(t)  # recomputed at every event instead
+            elif ev.kind == "main":
+                self.main_pass(t)
+            elif ev.kind == "tick":
+                self.tick(t, ev.data)
+            elif ev.kind == "bf-check":
+                now = self.sec(t)
+                due = now - self.last_bf_sec >= s.bf_interval
+                work = self.last_job_update >= self.last_bf_sec or not s.on("bf_needs_work")
+                if due and work:
+                    if not s.on("decay_ticks") and s.priority == "multifactor":
+                        self.decay_tick(t)
+                    self.backfill_cycle(t)
+                    self.last_bf_sec = now
+                    self.push(t + s.bf_interval + s.bf_cycle_shift_s, "bf-check")
+                else:
+                    self.push(t + 1.0, "bf-check")
+            elif ev.kind == "decay":
+                self.decay_tick(t)
+            elif ev.kind == "second":
+                now = self.sec(t)
+                if not s.on("decay_ticks") and s.priority == "multifactor":
+                    self.decay_tick(t)
+                self.main_pass(t)
+                if now % s.bf_interval == 0:
+                    self.backfill_cycle(t)
+                self.push(t + 1.0, "second")
+        return self.started
+
+    def arrivals_at_begin(self) -> None:
+        """With begin_at_pass off, a --begin time acts like a submission: a main pass then."""
+        for job in self.jobs:
+            self.push(job.submit_s + 0.001, "main")
 
 
 def simulate(
     jobs: list[workload.Job],
-    n_nodes: int,
-    run_s: dict[int, int] | None = None,
-    bf_interval: int = 1,
-    bf_resolution: int = 1,
-    will_run_window: int = 30,
-    backfill: bool = True,
-    horizon: int = 100_000,
-) -> dict[int, tuple[int, tuple[int, ...]]]:
-    """Start second and nodes (1-based) of each job, jobs in priority order = trace order."""
-    queue = sorted(jobs, key=lambda j: (j.submit_s, j.job))
-    runs = {j.job: (run_s or {}).get(j.job, j.run_s) for j in jobs}
-    free = set(range(1, n_nodes + 1))
-    running: list[Run] = []
-    pending = list(queue)
-    started: dict[int, tuple[int, tuple[int, ...]]] = {}
+    settings: Settings,
+    run_s: dict[int, float] | None = None,
+) -> dict[int, tuple[int, tuple[int, ...], str]]:
+    """Start second, nodes (1-based) and starting loop ("main" or "backfill") of each job."""
+    model = Model(jobs, settings, run_s)
+    if not settings.on("begin_at_pass"):
+        model.arrivals_at_begin()
+    return model.run()
 
-    def start(job: workload.Job, nodes: tuple[int, ...], now: int) -> None:
-        free.difference_update(nodes)
-        running.append(Run(job.job, nodes, now, now + job.time_limit_min * 60, now + runs[job.job]))
-        started[job.job] = (now, nodes)
-        pending.remove(job)
 
-    def main_pass(now: int) -> None:
-        blocked: set[str] = set()
-        for job in list(pending):
-            if job.submit_s > now or job.partition in blocked:
-                continue
-            if job.nodes <= len(free):
-                start(job, tuple(sorted(free)[: job.nodes]), now)
-            else:
-                blocked.add(job.partition)
+def _log_lines(path: Path, t0: int) -> list[tuple[float, str]]:
+    """(time relative to t0, line) of a Slurm log's lines."""
+    if not path.exists():
+        return []
+    stamp = re.compile(r"\[(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3})\]")
+    out = []
+    for line in path.read_text(errors="replace").splitlines():
+        if m := stamp.search(line):
+            out.append(
+                (round(datetime.strptime(m.group(1), "%Y-%m-%dT%H:%M:%S.%f").timestamp() - t0, 3), line)
+            )
+    return out
 
-    def will_run(job: workload.Job, avail: set[int], at: int) -> tuple[int, tuple[int, ...]] | None:
-        """Earliest start >= ``at`` on ``avail`` nodes given the running jobs' planned ends, and
-        the nodes. Running jobs are released in order of planned end, and every job that ends
-        within ``will_run_window`` s of the first one released is released with it (so the start
-        is the latest end of that group: seen in DebugFlags=Backfill logs)."""
-        busy_until = {n: r.est_end for r in running for n in r.nodes if n in avail}
-        ready = sorted(n for n in avail if busy_until.get(n, 0) <= at)
-        if len(ready) >= job.nodes:
-            return at, tuple(ready[: job.nodes])
-        ends = sorted({t for t in busy_until.values() if t > at})
-        i = 0
-        while i < len(ends):
-            anchor = ends[i]
-            while i < len(ends) and ends[i] <= anchor + will_run_window:
-                i += 1
-            when = ends[i - 1]
-            ready = sorted(n for n in avail if busy_until.get(n, 0) <= when)
-            if len(ready) >= job.nodes:
-                return when, tuple(ready[: job.nodes])
-        return None
 
-    def backfill_pass(now: int) -> None:
-        res = bf_resolution
+def _log_times(path: Path, pattern: str, t0: int) -> list[float]:
+    """Times relative to t0 of the log lines containing ``pattern``."""
+    return [t for t, line in _log_lines(path, t0) if pattern in line]
 
-        def up(t: float) -> int:
-            return int(math.ceil(t / res) * res)
 
-        plan: list[tuple[int, int, frozenset[int]]] = []  # reservations: from, to, nodes
+def clocks_from_run(run_dir: Path, meta: dict) -> dict:
+    """The clocks of Slurm's loops in one replay, from its logs (replay.py copies them): periodic
+    main passes, the start of the backfill thread and its cycles (logged with
+    DebugFlags=Backfill), and the decay tick replay.py aligned t0 to."""
+    t0 = int(meta["t0"])
+    loops = dict(meta.get("loops") or {})
+    loops["main_periodic_passes_s"] = _log_times(run_dir / "sched.log", "for full queue", t0)
+    loops["backfill_thread_start_s"] = (
+        _log_times(run_dir / "sched.log", "Backfill scheduler plugin loaded", t0) or [None]
+    )[-1]
+    loops["backfill_cycles_s"] = _log_times(run_dir / "slurmctld.log", "_attempt_backfill: beginning", t0)
+    # a job's run on this machine: from its start (the log line of the pass that started it) to
+    # its completion message, minus the sleep; the trace's run times are in trace.csv
+    started, completed = {}, {}
+    for t, line in _log_lines(run_dir / "slurmctld.log", t0):
+        m = re.search(r"(?:sched: Allocate JobId=|_start_job: Started JobId=)(\d+)", line)
+        if m:
+            started.setdefault(m.group(1), t)
+        m = re.search(r"_job_complete: JobId=(\d+) done", line)
+        if m:
+            completed[m.group(1)] = t
+    loops["run_spans_s"] = {j: completed[j] - started[j] for j in started if j in completed}
+    loops["init_prio"] = {
+        m.group(1): int(m.group(2))
+        for _, line in _log_lines(run_dir / "slurmctld.log", t0)
+        if (m := re.search(r"_slurm_rpc_submit_batch_job: JobId=(\d+) InitPrio=(\d+)", line))
+    }
+    # the backfill thread sleeps bf_interval after a cycle ends, so each cycle's own duration
+    # (a few ms, more with more jobs) shifts the next one: the mean shift per cycle
+    cycles = loops["backfill_cycles_s"]
+    interval = int(meta["bf_interval"])
+    shifts = [b - a - interval for a, b in itertools.pairwise(cycles) if abs(b - a - interval) < 0.2]
+    if shifts:
+        loops["backfill_cycle_shift_s"] = round(sum(shifts) / len(shifts), 4)
+    if loops.get("decay_tick_s") is None:
+        # the decay thread's first tick is at the controller's start (priority_multifactor.c:
+        # _decay_thread reads the last decay time, then runs at once)
+        started = _log_times(run_dir / "slurmctld.log", "_read_last_decay_ran", t0)
+        started = started or _log_times(run_dir / "slurmctld.log", "slurmctld version", t0)
+        if started:
+            loops["decay_tick_s"] = started[-1]
+    return loops
 
-        def avail_during(t0: int, t1: int) -> set[int]:
-            nodes = set(range(1, n_nodes + 1))
-            for a, b, taken in plan:
-                # a window ending at T clashes with a reservation starting at T, but a window
-                # starting at T does not clash with one ending at T (seen in BackfillMap logs)
-                if a <= t1 and t0 < b:
-                    nodes -= taken
-            return nodes
 
-        for job in list(pending):
-            if job.submit_s > now:
-                continue
-            limit = job.time_limit_min * 60
-            at = now
-            for _ in range(200):  # bounded: each retry moves to a later plan boundary
-                found = will_run(job, avail_during(at, at + limit), at)
-                if found is not None:
-                    when, chosen = found
-                    if set(chosen) <= avail_during(when, when + limit):
-                        if when == now:
-                            start(job, chosen, now)
-                        plan.append((when, up(when + limit), frozenset(chosen)))
-                        break
-                later = sorted({b for _, b, _ in plan if b > at} | {a for a, _, _ in plan if a > at})
-                if not later:
-                    break
-                at = later[0]
+def settings_from_replay(
+    meta: dict, jobs: list[workload.Job], real_rows: dict | None = None, loops: dict | None = None, **over
+) -> Settings:
+    """The Settings of a replay (replay.json), with its measured clocks when it has them."""
+    config = meta.get("config", "a")
+    loops = loops if loops is not None else (meta.get("loops") or {})
+    kw: dict = dict(
+        nodes=int(meta["nodes"]),
+        bf_interval=int(meta["bf_interval"]),
+        sched_interval=int(meta["sched_interval"]),
+        bf_resolution=int(meta["bf_resolution"]),
+        t0_epoch=int(meta["t0"]),
+    )
+    if config == "b":
+        kw |= dict(
+            partitions=(Partition("batch", 1, 1), Partition("high", 10, 10)),
+            priority="multifactor",
+            weight_age=1000,
+            weight_fairshare=10000,
+            weight_partition=1000,
+            max_age_s=600,
+            decay_half_life_s=600,
+            calc_period_s=float(meta.get("priority_calc_period_s", 60)),
+            shares=(("team1", 1.0), ("team2", 1.0)),
+        )
+    else:
+        kw |= dict(partitions=(Partition("gpu"),))
+    sbatch = [float(r["sbatch_s"]) for r in (real_rows or {}).values() if r.get("sbatch_s")]
+    if sbatch:
+        kw["submit_s"] = min(sbatch)
+    if config == "b" and real_rows:
+        # the factors the jobs were submitted with (InitPrio in slurmctld.log): a replay that resets
+        # usage after the controller's last tick is submitted with that tick's factors
+        by_id = {r["slurm_id"]: k for k, r in real_rows.items()}
+        part_norm = {"batch": 0.1, "high": 1.0}
+        account = {j.job: (j.account, j.partition) for j in jobs}
+        initial = {}
+        for slurm_id, prio in (loops.get("init_prio") or {}).items():
+            if slurm_id in by_id:
+                acct, part = account[by_id[slurm_id]]
+                initial.setdefault(acct, round((prio - 1000 * part_norm[part]) / 10000, 3))
+        if initial:
+            kw["initial_fs"] = tuple(sorted(initial.items()))
+    if real_rows and loops.get("run_spans_s"):
+        run = {j.job: j.run_s for j in jobs}
+        extra = sorted(
+            span - run[int(r["job"])]
+            for r in real_rows.values()
+            if (span := loops["run_spans_s"].get(r["slurm_id"])) is not None
+        )
+        if extra:
+            kw["run_overhead_s"] = round(extra[len(extra) // 2] - 0.005, 3)
+    main = loops.get("main_periodic_passes_s") or []
+    if main:
+        kw["main_passes_s"] = tuple(main)
+        kw["main_phase_s"] = main[0] % int(meta["sched_interval"])
+    bf = [c for c in loops.get("backfill_cycles_s") or []]
+    if bf:
+        kw["bf_phase_s"] = bf[0] % 1.0
+    if loops.get("backfill_cycle_shift_s") is not None:
+        kw["bf_cycle_shift_s"] = float(loops["backfill_cycle_shift_s"])
+    start = loops.get("backfill_thread_start_s")
+    before = [c for c in bf if c < kw.get("submit_s", -10)]
+    if before:
+        kw["bf_last_cycle_s"] = before[-1]
+    elif start is not None:  # the thread counts its start as the last cycle
+        kw["bf_last_cycle_s"] = start
+        if not bf:
+            kw["bf_phase_s"] = start % 1.0
+    if loops.get("decay_tick_s") is not None:
+        period = float(meta.get("priority_calc_period_s", 60))
+        kw["decay_phase_s"] = loops["decay_tick_s"] % period
+    kw |= over
+    return Settings(**kw)
 
-    for now in range(horizon):
-        for r in [r for r in running if r.end <= now]:
-            running.remove(r)
-            free.update(r.nodes)
-        if not pending and not running:
-            break
-        # The main loop runs every sched_interval s and also on each job end and arrival; with
-        # whole-second events and sched_interval=1 that is every second.
-        main_pass(now)
-        if backfill and now % bf_interval == 0:
-            backfill_pass(now)
-    return started
+
+def ablate(settings: Settings) -> dict[str, Settings]:
+    """One Settings per feature, with that feature switched off."""
+    return {name: replace(settings, off=settings.off | {name}) for name in FEATURES}

@@ -82,8 +82,62 @@ def slurm_settings() -> dict[str, object]:
         "sched_interval": int(params.get("sched_interval", 60)),
         "bf_resolution": int(params.get("bf_resolution", 60)),
         "partitions": re.findall(r"^PartitionName=(\S+)", conf, re.M),
+        "priority_calc_period_s": 60
+        * int((re.findall(r"^PriorityCalcPeriod=(\d+)", conf, re.M) or ["5"])[0]),
         "slurm_version": run(["sinfo", "--version"]).stdout.strip(),
     }
+
+
+def last_decay_tick() -> float | None:
+    """When the fair-share decay thread last ran: it rewrites StateSaveLocation's
+    priority_last_decay_ran at every tick (priority_multifactor.c: _write_last_decay_ran)."""
+    path = WORK / "state" / "priority_last_decay_ran"
+    try:
+        return path.stat().st_mtime - 0.01  # the write follows the tick by milliseconds
+    except OSError:
+        return None
+
+
+def log_times(path: Path, pattern: str, since: float, until: float) -> list[float]:
+    """Times (epoch seconds with milliseconds) of the log lines matching ``pattern`` in
+    [since, until]; log lines start with [YYYY-MM-DDTHH:MM:SS.mmm] (after an optional prefix)."""
+    out = []
+    if not path.exists():
+        return out
+    stamp = re.compile(r"\[(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3})\]")
+    with path.open(errors="replace") as src:
+        for line in src:
+            if pattern not in line:
+                continue
+            m = stamp.search(line)
+            if m:
+                t = datetime.strptime(m.group(1), "%Y-%m-%dT%H:%M:%S.%f").timestamp()
+                if since <= t <= until:
+                    out.append(round(t, 3))
+    return out
+
+
+SCHED_LOG_KEEP = (
+    "slurmctld starting",
+    "Backfill scheduler plugin loaded",
+    "Running job scheduler",
+    "Allocate",
+)
+
+
+def copy_sched_log(src_path: Path, dst_path: Path, until: float) -> None:
+    """The scheduling log's lines about the loops (not its per-job lines) since the controller
+    last started: its periodic passes ("for full queue"), event passes ("for default depth"), the
+    start of the backfill thread, and the main scheduler's starts."""
+    keep: list[str] = []
+    last_until = datetime.fromtimestamp(until).strftime("[%Y-%m-%dT%H:%M:%S")
+    with src_path.open(errors="replace") as src:
+        for line in src:
+            if "slurmctld starting" in line:
+                keep = []
+            if any(k in line for k in SCHED_LOG_KEEP) and line.removeprefix("sched: ")[:20] <= last_until:
+                keep.append(line)
+    dst_path.write_text("".join(keep))
 
 
 def sacct_rows(ids: list[str]) -> list[dict[str, str]]:
@@ -102,6 +156,10 @@ def main() -> int:
     ap.add_argument("--span", type=int, default=150, help="arrivals over this many seconds")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--max-nodes", type=int, default=4)
+    ap.add_argument(
+        "--sizes",
+        help="weights of 1, 2, ... nodes, e.g. 40,30,15,15 (default: uniform over 1..--max-nodes)",
+    )
     ap.add_argument("--run-min", type=int, default=5, help="shortest sleep, s")
     ap.add_argument(
         "--run-max", type=int, default=55, help="longest sleep, s (at most 55: limits stay above runs)"
@@ -111,6 +169,13 @@ def main() -> int:
     ap.add_argument("--lead", type=float, help="seconds between the first sbatch and the replay start")
     ap.add_argument("--timeout", type=float, help="seconds to wait for the jobs (default: serial worst case)")
     ap.add_argument("--force", action="store_true", help="replay even if the cluster has jobs")
+    ap.add_argument(
+        "--align",
+        choices=("minute", "none"),
+        help="minute (default with priority/multifactor): reset the accounts' usage, wait for the "
+        "next fair-share decay tick (so the jobs are submitted with zero-usage factors), and start "
+        "the replay at the next whole minute; none: start as soon as the lead allows",
+    )
     ap.add_argument(
         "--submit",
         choices=("begin", "arrival"),
@@ -145,6 +210,7 @@ def main() -> int:
             config,
             max_nodes=args.max_nodes,
             run_range=(args.run_min, args.run_max),
+            node_weights=tuple(float(w) for w in args.sizes.split(",")) if args.sizes else None,
         )
     partitions = set(settings["partitions"])
     bad = {j.partition for j in jobs} - partitions
@@ -158,14 +224,44 @@ def main() -> int:
     workload.write_csv(jobs, out / "trace.csv")
     workload.write_swf(jobs, out / "trace.swf", nodes=int(settings["nodes"]))
 
+    log_since = time.time() - 1  # the controller's log lines of this replay start here
+    align = args.align or ("minute" if settings["priority"] == "priority/multifactor" else "none")
+    reset_at = None
     if config == "b":  # fair-share: every replay starts from zero usage
+        reset_at = time.time()
         for account in sorted({j.account for j in jobs}):
             run(["sacctmgr", "-i", "modify", "account", f"name={account}", "set", "RawUsage=0"], check=False)
+        for user, account in sorted({(j.username, j.account) for j in jobs}):
+            reset = ["sacctmgr", "-i", "modify", "user", f"name={user}", f"account={account}"]
+            run([*reset, "set", "RawUsage=0"], check=False)
 
     # Submit everything first, each with its exact --begin.
     at_arrival = args.submit == "arrival"
     lead = args.lead if args.lead is not None else (3.0 if at_arrival else max(8.0, 0.35 * len(jobs)))
     t0 = math.ceil(time.time() + lead)
+    decay_tick = last_decay_tick() if align == "minute" else None
+    if decay_tick is not None and reset_at is not None:
+        # Fair-share factors and priorities change only at a decay tick, so until the first tick
+        # after the reset the controller still ranks the accounts by their old usage. Wait for it
+        # (at most one PriorityCalcPeriod), then submit: every job starts with zero usage.
+        period = int(settings["priority_calc_period_s"])
+        deadline = time.time() + period + 10
+        while (decay_tick is None or decay_tick < reset_at) and time.time() < deadline:
+            time.sleep(0.2)
+            decay_tick = last_decay_tick()
+        if decay_tick is None or decay_tick < reset_at:
+            raise SystemExit("no decay tick after the fair-share reset: is priority/multifactor running?")
+    if align == "minute":
+        # Slurm rounds plan times to bf_resolution and groups will-run ends on 30-s boundaries of
+        # the epoch clock: a replay starting at a whole minute sees them at the same offsets.
+        t0 = math.ceil((time.time() + lead) / 60) * 60
+        if decay_tick is not None:
+            # priority_multifactor.c: _decay_thread ticks every PriorityCalcPeriod from the
+            # controller's start (absolute sleeps: no drift); setup.sh starts it at second 29, so
+            # the ticks fall about 30 s after each minute: away from the first starts
+            offset = (decay_tick - t0) % int(settings["priority_calc_period_s"])
+            if not 10 <= offset <= 50:
+                print(f"warning: the decay tick falls {offset:.1f} s after the minute", file=sys.stderr)
     jobdir = WORK / "jobs"
     submit_began = time.time()
     submitted: dict[int, str] = {}
@@ -255,9 +351,27 @@ def main() -> int:
                 f"{sbatch_at[job.job] - t0:.2f}", last["State"].split()[0], last["NNodes"], last["NodeList"],
                 last["Partition"], last["Account"], len(records),
             ])  # fmt: skip
+    sched_log = WORK / "log" / "sched.log"
+    ctld_log = WORK / "log" / "slurmctld.log"
+    window = (log_since, finished_at + 1)
+    # the clocks of Slurm's loops during the replay, relative to t0 (see the README: phases)
+    loops = {
+        "align": align,
+        "decay_tick_s": None if decay_tick is None else round(decay_tick - t0, 3),
+        "main_periodic_passes_s": [
+            round(t - t0, 3) for t in log_times(sched_log, "Running job scheduler for full queue", *window)
+        ],
+        "main_event_passes_s": [
+            round(t - t0, 3) for t in log_times(sched_log, "Running job scheduler for default depth", *window)
+        ],
+        "backfill_cycles_s": [  # logged only with DebugFlags=Backfill
+            round(t - t0, 3) for t in log_times(ctld_log, "_attempt_backfill: beginning", *window)
+        ],
+    }
     meta = {
         **settings,
         "t0": t0,
+        "loops": loops,
         "jobs": len(jobs),
         "seed": args.seed if not args.trace else None,
         "trace": str(args.trace) if args.trace else "generated",
@@ -270,10 +384,19 @@ def main() -> int:
     }
     (out / "replay.json").write_text(json.dumps(meta, indent=2) + "\n")
     log = WORK / "log" / "slurmctld.log"
-    if log.exists():  # the controller's log lines from the first sbatch on
-        since = datetime.fromtimestamp(t0 - lead - 1).strftime("[%Y-%m-%dT%H:%M:%S")
+    if log.exists():  # the controller's log lines from the usage reset on
+        since = datetime.fromtimestamp(log_since).strftime("[%Y-%m-%dT%H:%M:%S")
+        # without the backfill map dumps (DebugFlags=BackfillMap: ~1 MB per replay); the plans
+        # ("_dump_job_sched: JobId=.. to start at ..") stay
+        skip = ("_dump_node_space_table", "_dump_job_test")
         with log.open(errors="replace") as src, (out / "slurmctld.log").open("w") as dst:
-            dst.writelines(line for line in src if not line.startswith("[") or line[:20] >= since)
+            dst.writelines(
+                line
+                for line in src
+                if (not line.startswith("[") or line[:20] >= since) and not any(k in line for k in skip)
+            )
+    if sched_log.exists():
+        copy_sched_log(sched_log, out / "sched.log", finished_at + 1)
     print(f"replay done in {finished_at - t0:.0f} s; wrote {out}/real.csv", flush=True)
     if missing:
         print(f"jobs missing in sacct: {missing}", file=sys.stderr)

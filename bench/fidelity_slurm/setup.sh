@@ -6,15 +6,16 @@
 # --config a  one partition "gpu", sched/backfill, priority/basic (FIFO by submit): what gpuplan's
 #             Slurm model covers today (default)
 # --config b  partitions "batch" (PriorityTier=1, default) and "high" (PriorityTier=10) on the same
-#             nodes, priority/multifactor with fair-share between two accounts
+#             nodes, priority/multifactor with fair-share between two accounts: the calibration
 # --fresh     restart slurmctld with its state cleared (job ids go on from the database)
 #
 # Idempotent: run again to reuse what is running; if the Slurm configuration changed (e.g. another
 # --config), slurmctld and the slurmd's are restarted. Environment: GPUPLAN_SLURM_DIR (work dir,
 # default /tmp/gpuplan-slurm), GPUPLAN_SLURM_NODES (8), GPUPLAN_SLURM_GPUS (8 per node),
 # GPUPLAN_SLURM_PORT_BASE (16800: MariaDB +6, slurmctld +17, slurmdbd +19, node i +100+i),
-# GPUPLAN_SLURM_BF_INTERVAL (1), GPUPLAN_SLURM_SCHED_INTERVAL (1), GPUPLAN_SLURM_BF_RESOLUTION (1),
-# GPUPLAN_SLURM_DEBUGFLAGS (none; Backfill,BackfillMap logs every backfill plan).
+# GPUPLAN_SLURM_BF_INTERVAL, GPUPLAN_SLURM_SCHED_INTERVAL, GPUPLAN_SLURM_BF_RESOLUTION (a: 1, 1, 1;
+# b: 30, 1, 60), GPUPLAN_SLURM_DEBUGFLAGS (none; Backfill,BackfillMap logs every backfill plan),
+# GPUPLAN_SLURM_START_SECOND (b: 29: a new slurmctld starts at that second of a minute; a: at once).
 # Stop everything with teardown.sh. Everything listens on 127.0.0.1 only.
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -36,9 +37,14 @@ while (($#)); do
 done
 [[ "$CONFIG" == a || "$CONFIG" == b ]] || die "--config must be a or b, not $CONFIG"
 [[ "$(id -u)" == 0 ]] || die "run as root"
-BF_INTERVAL="${GPUPLAN_SLURM_BF_INTERVAL:-1}"
-SCHED_INTERVAL="${GPUPLAN_SLURM_SCHED_INTERVAL:-1}"
-BF_RESOLUTION="${GPUPLAN_SLURM_BF_RESOLUTION:-1}"
+# Defaults: configuration a keeps the 1-s loops of its recorded runs; configuration b is the
+# calibration setup (README: Slurm's bf_interval=30 and bf_resolution=60, sched_interval=1).
+if [[ $CONFIG == a ]]; then defaults=(1 1 1); else defaults=(30 1 60); fi
+BF_INTERVAL="${GPUPLAN_SLURM_BF_INTERVAL:-${defaults[0]}}"
+SCHED_INTERVAL="${GPUPLAN_SLURM_SCHED_INTERVAL:-${defaults[1]}}"
+BF_RESOLUTION="${GPUPLAN_SLURM_BF_RESOLUTION:-${defaults[2]}}"
+# configuration b starts slurmctld at second 29 of a minute (empty: at once)
+if [[ $CONFIG == a ]]; then START_SECOND="${GPUPLAN_SLURM_START_SECOND-}"; else START_SECOND="${GPUPLAN_SLURM_START_SECOND-29}"; fi
 # e.g. GPUPLAN_SLURM_DEBUGFLAGS=Backfill,BackfillMap to log each backfill plan in slurmctld.log
 DEBUGFLAGS="${GPUPLAN_SLURM_DEBUGFLAGS:+DebugFlags=$GPUPLAN_SLURM_DEBUGFLAGS}"
 T0=$(date +%s)
@@ -179,6 +185,10 @@ SlurmdLogFile=$WORK/log/slurmd-%n.log
 SlurmctldDebug=info
 SlurmdDebug=info
 $DEBUGFLAGS
+# The scheduling log records every main-scheduler pass ("Running job scheduler for full queue" on
+# the periodic pass, "... for default depth" on an event): replay.py reads its phase from it.
+SlurmSchedLogFile=$WORK/log/sched.log
+SlurmSchedLogLevel=1
 ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
 JobAcctGatherType=jobacct_gather/none
@@ -267,6 +277,15 @@ done
 if ! pid_alive "$WORK/run/slurmctld.pid" slurmctld; then
     flags=()
     ((FRESH)) && flags+=(-c) && log "slurmctld state cleared (--fresh)"
+    if [[ -n "$START_SECOND" ]]; then
+        # The controller's periodic threads (fair-share decay, backfill) count from its start:
+        # starting it at a fixed second of the minute puts every replay's loops at the same phase
+        # relative to the minute-aligned replay start (README: the calibration setup).
+        now_s=$(date +%s)
+        wait_s=$(((START_SECOND - now_s % 60 + 60) % 60))
+        log "starting slurmctld at second $START_SECOND of the minute (in ${wait_s} s)"
+        sleep "$wait_s"
+    fi
     slurmctld "${flags[@]}" </dev/null >>"$WORK/log/slurmctld.out" 2>&1 || die "slurmctld failed: $WORK/log/slurmctld.log"
     wait_for 30 slurmctld timeout 5 scontrol ping || die "slurmctld does not answer: $WORK/log/slurmctld.log"
     log "slurmctld started (configuration $CONFIG)"

@@ -47,8 +47,14 @@ real = list(csv.DictReader((out / "real.csv").open()))
 report = json.loads((out / "compare.json").read_text())
 assert len(real) == 5, f"real.csv has {len(real)} jobs, expected 5"
 assert all(r["state"] == "COMPLETED" and r["start_s"] != "" for r in real), real
-assert report["jobs"] == 5 and report["start_diff_real_minus_sim"]["easy"]["n"] == 5, report
-print("smoke: outputs complete; agreement (easy):", report["start_diff_real_minus_sim"]["easy"]["within_tolerance"])
+models = report["start_diff_real_minus_sim"]
+assert report["jobs"] == 5 and models["ref"]["n"] == 5, report
+if report.get("gpuplan_error"):  # gpuplan's own failure is reported, not the harness's
+    print("smoke: WARNING gpuplan failed:", report["gpuplan_error"].splitlines()[0])
+else:
+    assert models["easy"]["n"] == 5 and models["slurm"]["n"] == 5, report
+print("smoke: outputs complete; within tolerance:",
+      ", ".join(f"{name} {m['within_tolerance']:.0%}" for name, m in models.items()))
 EOF
 trap - EXIT
 cleanup

@@ -34,7 +34,9 @@ pids_of() { # pids_of NAME PIDFILE...: live pids from the files whose command is
 if [[ -d "$WORK" ]]; then
     # Jobs first, so slurmstepd's end cleanly.
     if pid_alive "$WORK/run/slurmctld.pid" slurmctld; then
-        timeout 10 scancel --full -u "$(IFS=,; echo "${USERS[*]}")" 2>/dev/null
+        for u in "${USERS[@]}"; do # scancel -u takes one user (a comma list is "Invalid user name")
+            timeout 10 scancel --full -u "$u" 2>/dev/null
+        done
         for _ in $(seq 1 20); do
             [[ -z "$(timeout 5 squeue -h -o %i 2>/dev/null)" ]] && break
             sleep 0.5

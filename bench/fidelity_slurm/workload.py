@@ -44,11 +44,14 @@ def generate(
     max_nodes: int = 4,
     run_range: tuple[int, int] = (5, 55),
     high_share: float = 0.25,
+    node_weights: tuple[float, ...] | None = None,
 ) -> list[Job]:
     """``n_jobs`` jobs arriving over ``span_s`` seconds, 1..max_nodes whole nodes, runs in
-    ``run_range`` seconds; time limits of 1-3 minutes, always at least 5 s above the run so no job
-    meets its limit (Slurm checks limits only every ~30 s, gpuplan at the exact second).
-    Configuration b sends ``high_share`` of the jobs to partition "high", the rest to "batch"."""
+    ``run_range`` seconds; time limits of whole minutes, ceil((run + 5 s) / 60 s) plus 0, 0, 1 or 2
+    minutes, so no job meets its limit (Slurm checks limits only every ~30 s, gpuplan at the exact
+    second). Configuration b sends ``high_share`` of the jobs to partition "high", the rest to
+    "batch". ``node_weights`` (w1, w2, ...) draws k nodes with weight w_k instead of uniformly
+    from 1..max_nodes."""
     rng = random.Random(seed)
     arrivals = sorted(rng.randint(0, span_s) for _ in range(n_jobs))
     jobs = []
@@ -63,7 +66,11 @@ def generate(
                 job=k,
                 submit_s=submit,
                 run_s=run,
-                nodes=rng.randint(1, max_nodes),
+                nodes=(
+                    rng.choices(range(1, len(node_weights) + 1), node_weights)[0]
+                    if node_weights
+                    else rng.randint(1, max_nodes)
+                ),
                 time_limit_min=limit,
                 user=rng.randint(1, 2),
                 partition=partition,
