@@ -200,6 +200,24 @@ def _all(mask: Any) -> bool:
     return pc.all(mask).as_py() is not False  # None when empty or all null
 
 
+def nonempty_line_numbers(block: bytes, first_line: int) -> Int64 | None:
+    """File line numbers of the non-empty lines of ``block`` (whose first line is ``first_line``), as
+    pyarrow's CSV reader sees them; None when a lone "\r" would make pyarrow and Python's csv split
+    lines differently (the caller then reads the block line by line)."""
+    if block.count(b"\r") != block.count(b"\r\n"):
+        return None
+    data = np.frombuffer(block, dtype=np.uint8)
+    ends = np.flatnonzero(data == 10)
+    starts = np.concatenate(([0], ends + 1))
+    stops = np.concatenate((ends, [len(block)]))
+    if starts[-1] == len(block):
+        starts, stops = starts[:-1], stops[:-1]
+    length = stops - starts
+    length -= (length > 0) & (data[np.maximum(stops - 1, 0)] == 13)  # "\r\n"
+    lines = first_line + np.flatnonzero(length > 0).astype(np.int64)
+    return lines
+
+
 class _CsvReader:
     def __init__(
         self,
@@ -281,17 +299,9 @@ class _CsvReader:
         import pyarrow as pa
         import pyarrow.csv as pacsv
 
-        if block.count(b"\r") != block.count(b"\r\n"):
-            return None  # pyarrow would take a lone "\r" for a line break; Python's csv does not
-        data = np.frombuffer(block, dtype=np.uint8)
-        ends = np.flatnonzero(data == 10)
-        starts = np.concatenate(([0], ends + 1))
-        stops = np.concatenate((ends, [len(block)]))
-        if starts[-1] == len(block):
-            starts, stops = starts[:-1], stops[:-1]
-        length = stops - starts
-        length -= (length > 0) & (data[np.maximum(stops - 1, 0)] == 13)  # "\r\n"
-        lines = first_line + np.flatnonzero(length > 0).astype(np.int64)
+        lines = nonempty_line_numbers(block, first_line)
+        if lines is None:
+            return None
         values: dict[str, Any] = {}
         if len(lines):
             names = [f"f{i}" for i in range(len(self.header))]

@@ -43,7 +43,7 @@ import numpy as np
 import numpy.typing as npt
 
 from gpuplan.errors import InputError
-from gpuplan.workload.csvcolumns import NamedColumns, check_gpus_per_node, read_blocks
+from gpuplan.workload.csvcolumns import NamedColumns, check_gpus_per_node, nonempty_line_numbers, read_blocks
 from gpuplan.workload.jobtable import JobTable, Labels, split_gpus
 from gpuplan.workload.trace import Trace
 
@@ -322,17 +322,9 @@ class _SacctReader:
         import pyarrow.compute as pc
         import pyarrow.csv as pacsv
 
-        if block.count(b"\r") != block.count(b"\r\n"):
-            return None  # pyarrow would take a lone "\r" for a line break
-        data = np.frombuffer(block, dtype=np.uint8)
-        ends = np.flatnonzero(data == 10)
-        starts = np.concatenate(([0], ends + 1))
-        stops = np.concatenate((ends, [len(block)]))
-        if starts[-1] == len(block):
-            starts, stops = starts[:-1], stops[:-1]
-        length = stops - starts
-        length -= (length > 0) & (data[np.maximum(stops - 1, 0)] == 13)  # "\r\n"
-        lines = first_line + np.flatnonzero(length > 0).astype(np.int64)
+        lines = nonempty_line_numbers(block, first_line)
+        if lines is None:
+            return None
         if not len(lines):
             return self._chunk(lines, np.zeros(0, np.int64), {})
         names = [f"f{i}" for i in range(len(self.header))]
