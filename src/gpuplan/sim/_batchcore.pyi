@@ -28,7 +28,7 @@ def simulate(
     limits: tuple[Buffer, ...] | None = None,
     preempt: tuple[object, ...] | None = None,
     reservations: tuple[Buffer, ...] | None = None,
-    drains: tuple[Buffer, Buffer, float, bool] | None = None,
+    drains: tuple[Buffer, Buffer, float] | None = None,
     topology: tuple[int, bool] | None = None,
     /,
 ) -> tuple[int, bytes]: ...

@@ -77,12 +77,11 @@ class Lending:
         lent = np.concatenate([[0], np.cumsum(self.delta)])
         return lent[np.searchsorted(self.time_s, times, side="right")].astype(np.int32)
 
-    def for_engine(self) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.int32], float, bool]:
+    def for_engine(self) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.int32], float]:
         return (
             np.ascontiguousarray(self.time_s, dtype=np.float64),
             np.ascontiguousarray(self.delta, dtype=np.int32),
             float(self.grace_s),
-            True,  # requeue what is left on a lent node (the engine could also let it finish)
         )
 
 

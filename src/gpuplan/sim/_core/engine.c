@@ -736,7 +736,7 @@ static void lend_nodes(Sim *sim, int32_t count, double now) {
             node_set_off(sim, node, 1);
             sim->lent_stack[sim->lent_len++] = node;
             count--;
-            if (!idle && sim->drain_requeue)
+            if (!idle)
                 event_push(sim, &sim->evict_heap, &sim->evict_len, &sim->evict_cap,
                            (GpEvent){now + sim->drain_grace_s, node});
         }

@@ -196,14 +196,13 @@ struct Sim {
     int32_t n_bounds, next_bound;
 
     /* Nodes lent to another side (hybrid lending): at drain_time[k] drain_delta[k] > 0 nodes leave
-     * (idle ones first, highest-numbered first; a busy node takes no new job and, with
-     * drain_requeue, its jobs are requeued drain_grace_s later) or -drain_delta[k] come back (the
+     * (idle ones first, highest-numbered first; a busy node takes no new job and its jobs are
+     * requeued drain_grace_s later) or -drain_delta[k] come back (the
      * last lent first). A node that is off takes no job. Off when n_drains is 0. */
     int32_t n_drains, next_drain;
     const double *drain_time;
     const int32_t *drain_delta;
     double drain_grace_s;
-    int drain_requeue;
     uint8_t *node_off;
     int32_t *lent_stack;
     int32_t lent_len;

@@ -307,8 +307,7 @@ static PyObject *simulate(PyObject *self, PyObject *args) {
     }
 
     if (drains != Py_None) {
-        if (!PyArg_ParseTuple(drains, "y*y*dp", &drain_buf[0], &drain_buf[1], &sim.drain_grace_s,
-                              &sim.drain_requeue))
+        if (!PyArg_ParseTuple(drains, "y*y*d", &drain_buf[0], &drain_buf[1], &sim.drain_grace_s))
             goto done;
         Py_ssize_t count = drain_buf[0].len / 8;
         if (drain_buf[1].len != count * 4 || (count && !sim.preempt_class)) {
