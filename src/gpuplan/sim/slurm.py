@@ -177,7 +177,8 @@ def simulate_slurm(
     qos_list = qos_table(settings.qos)
     qos_index = qos_of_jobs(jobs.qos, qos_list)
     max_wall = np.array([np.inf if q.max_wall_s is None else q.max_wall_s for q in qos_list])
-    reason = routing.refusal.astype(np.int8) + np.int8(len(HELD_REASONS) - 1) * (routing.refusal > 0)
+    reason_of_refusal = np.array([0, *(REASONS.index(r) for r in REFUSALS[1:])], dtype=np.int8)
+    reason = reason_of_refusal[routing.refusal]
     reason[(reason == 0) & has_limit & (limit > max_wall[qos_index])] = REASONS.index(
         "QOSMaxWallDurationPerJobLimit"
     )
