@@ -8,8 +8,8 @@ setup(
     ext_modules=[
         Extension(
             "gpuplan.sim._batchcore",
-            sources=[f"{CORE}/module.c", f"{CORE}/engine.c", f"{CORE}/policies.c", f"{CORE}/priority.c"],
-            depends=[f"{CORE}/engine.h"],
+            sources=[f"{CORE}/module.c", f"{CORE}/engine.c", f"{CORE}/policies.c", f"{CORE}/priority.c", f"{CORE}/backfill_map.c"],
+            depends=[f"{CORE}/engine.h", f"{CORE}/backfill_map.h"],
             extra_compile_args=["-O2"],
         )
     ]

@@ -76,12 +76,22 @@ class Workload:
             gpus_per_node=self.gpus_per_node or 1,
         )
 
-    def simulate(self, total_nodes: int, backfill: str, gpus_per_node: int = 1, **bf: int) -> ModelRun:
+    def simulate(
+        self,
+        total_nodes: int,
+        backfill: str,
+        gpus_per_node: int = 1,
+        epoch_s: float | None = None,
+        **bf: float,
+    ) -> ModelRun:
         return simulate_slurm(
-            self.table(), [Pool("batch", total_nodes, gpus_per_node)], SlurmSettings(backfill, **bf)
+            self.table(),
+            [Pool("batch", total_nodes, gpus_per_node)],
+            SlurmSettings(backfill, **bf),  # type: ignore[arg-type]
+            epoch_s=epoch_s,
         )
 
-    def starts(self, total_nodes: int, backfill: str, **bf: int) -> dict[int, float | None]:
+    def starts(self, total_nodes: int, backfill: str, **bf: float) -> dict[int, float | None]:
         """Start time by job id (None: never started)."""
         run = self.simulate(total_nodes, backfill, **bf)
         return {

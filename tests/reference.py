@@ -1,7 +1,9 @@
-"""A straightforward pure-Python implementation of the FIFO and EASY rules, as a test oracle.
+"""A straightforward pure-Python implementation of the FIFO, EASY and Slurm backfill rules, as a
+test oracle.
 
-Written from the rules in issue 2, independently of the compiled engine and without its data
-structures: lists, sorts and counters only. Slow, and meant to be obviously right.
+Written from the rules in issue 2 and, for Slurm's backfill, from the specification that
+bench/fidelity_slurm/README.md derives from a real Slurm 22.05, independently of the compiled engine
+and without its data structures: lists, sets and sorts only. Slow, and meant to be obviously right.
 """
 
 from __future__ import annotations
@@ -36,57 +38,88 @@ def reference_schedule(
     free = total_nodes
     next_arrival = 0
 
-    def slurm_cycle(
-        now: float, queue: list[int], bf: dict[str, float], start_job: Any, reserved: dict[int, list[float]]
-    ) -> list[int]:
-        resolution = bf["bf_resolution"]
-        # free nodes over time: now, then at each running job's limit rounded up to the resolution
-        profile = [(now, free)]
-        for r in sorted(end, key=lambda r: (start[r] + estimate[r], job_id[r], r)):  # type: ignore[operator]
-            t = math.ceil((start[r] + estimate[r]) / resolution) * resolution  # type: ignore[operator]
-            if t <= now:  # started this instant with no time to run: still holds its nodes now
-                t = (math.floor(now / resolution) + 1) * resolution
-            profile.append((t, profile[-1][1] + nodes[r]))
+    # the nodes themselves, for Slurm's backfill, which plans on named nodes (FIFO and EASY count)
+    track_nodes = backfill == "slurm"
+    free_set = set(range(total_nodes)) if track_nodes else set()
+    nodes_of: dict[int, frozenset[int]] = {}
+
+    def slurm_cycle(now: float, queue: list[int], bf: dict[str, float]) -> list[int]:
+        """Slurm's backfill cycle on named nodes (bench/fidelity_slurm/README.md, "Semantics the
+        engine must implement", items 3, 5, 11-13): a map of records [begin, end, nodes free of this
+        cycle's reservations]; each tested job starts now or reserves its will-run start."""
+        res = bf["bf_resolution"]
+
+        def floor_res(t: float) -> float:
+            return math.floor(t / res) * res
+
+        plan = [[floor_res(now), floor_res(now + bf["bf_window"]), frozenset(range(total_nodes))]]
+        running = sorted(end, key=lambda r: (start[r] + estimate[r], r))  # type: ignore[operator]
         left = []
         for tested, j in enumerate(queue):
-            if tested >= bf["bf_max_job_test"]:
-                left.append(j)
-                continue
-            chosen = None
-            for t, _ in sorted(profile):
-                if t >= now + bf["bf_window"]:
+            if tested >= bf["bf_max_job_test"] or not free_set:
+                left.extend(queue[tested:])
+                break
+            limit = estimate[j]
+            at = now
+            for _ in range(500):
+                avail = set(range(total_nodes))
+                later = None
+                for k, (begin_k, end_k, nodes_k) in enumerate(plan):
+                    frees = k + 1 < len(plan) and not plan[k + 1][2] <= (avail & nodes_k)
+                    if end_k > at and later is None and frees:
+                        later = end_k
+                    if end_k <= at:
+                        continue
+                    if begin_k > at + limit:
+                        break
+                    avail &= nodes_k
+                found = _will_run(
+                    frozenset(avail), nodes[j], now, running, free_set, nodes_of, start, estimate
+                )
+                if found is None:
+                    if later is None:
+                        break
+                    at = later
+                    continue
+                when, chosen = max(found[0], at), found[1]
+                if when <= now:
+                    begin(j, now, chosen)
+                    ends_at = start[j] + estimate[j]  # type: ignore[operator]
+                    k = len(running)
+                    while k > 0 and start[running[k - 1]] + estimate[running[k - 1]] > ends_at:  # type: ignore[operator]
+                        k -= 1
+                    running.insert(k, j)
+                    _add_reservation(plan, plan[0][0], floor_res(now + limit), chosen, res)
                     break
-                duration = max(estimate[j], 1)  # a slot lasts at least a second
-                stop = math.floor((t + duration + resolution - 1) / resolution) * resolution
-                points = [t] + [time for time, _ in profile if t < time < stop]
-                if all(_profile_free(sorted(profile), p) >= nodes[j] for p in points):
-                    chosen = (t, stop)
+                if later is not None and when > later:
+                    at = later
+                    continue
+                if when > now + bf["bf_window"]:
                     break
-            if chosen is None:
-                left.append(j)
-                continue
-            t, stop = chosen
-            # take the nodes over [t, stop): rebuild the profile with the two new breakpoints
-            times = sorted({time for time, _ in profile} | {t, stop})
-            ordered = sorted(profile)
-            profile = [
-                (time, _profile_free(ordered, time) - (nodes[j] if t <= time < stop else 0)) for time in times
-            ]
-            if t == now:
-                start_job(j, now)
-            else:
-                reserved.setdefault(j, []).append(t)
+                from_, until = floor_res(when), floor_res(when + limit)
+                if any(e > from_ and b < until and not chosen <= n for b, e, n in plan):
+                    at = when
+                    continue
+                reservations.setdefault(j, []).append(when)
+                _add_reservation(plan, from_, until, chosen, res)
+                break
+            if j not in end:  # not started
                 left.append(j)
         return left
 
-    def begin(j: int, now: float) -> None:
+    def begin(j: int, now: float, chosen: frozenset[int] | None = None) -> None:
         nonlocal free
         start[j] = now
         end[j] = now + run[j]
         heapq.heappush(ends, (end[j], j))
         free -= nodes[j]
+        if track_nodes:
+            nodes_of[j] = chosen if chosen is not None else best_fit(free_set, nodes[j])  # type: ignore[assignment]
+            free_set.difference_update(nodes_of[j])
 
-    next_cycle = 0.0  # slurm mode: when the next backfill cycle is due
+    # slurm mode: when the next backfill cycle is due; slurmctld starts at 0 and its backfill thread
+    # runs the first cycle bf_interval later
+    next_cycle = bf["bf_interval"] if bf else 0.0
     wake: float | None = None
     while next_arrival < n or ends:
         upcoming = [ends[0][0]] if ends else []
@@ -102,6 +135,8 @@ def reference_schedule(
             _, j = heapq.heappop(ends)
             del end[j]
             free += nodes[j]
+            if track_nodes:
+                free_set.update(nodes_of.pop(j))
         # 2. all arrivals (queue order: submit time, then job id)
         while next_arrival < n and submit[order[next_arrival]] <= now:
             j = order[next_arrival]
@@ -121,7 +156,7 @@ def reference_schedule(
                 # arrives between two cycles waits for the next one
                 boundary = math.floor(now / bf["bf_interval"]) * bf["bf_interval"]
                 if queue and now == boundary:
-                    queue = slurm_cycle(now, queue, bf, begin, reservations)
+                    queue = slurm_cycle(now, queue, bf)
                 next_cycle = boundary + bf["bf_interval"]
             if queue:
                 wake = next_cycle if wake is None else min(wake, next_cycle)
@@ -155,6 +190,116 @@ def reference_schedule(
     return start, reservations
 
 
-def _profile_free(profile: list[tuple[float, int]], t: float) -> int:
-    """Free nodes at time t in a step profile [(time, free from then on)]."""
-    return [free for time, free in profile if time <= t][-1]
+def best_fit(free: set[int] | frozenset[int], count: int) -> frozenset[int] | None:
+    """Slurm's node choice for whole-node jobs (job_test.c:_eval_nodes): the free nodes form runs of
+    consecutive numbers; take the smallest run with enough nodes (the first of equal ones), its lowest
+    nodes; if no run is large enough, the largest run (the first of equal ones) whole, and repeat."""
+    if len(free) < count:
+        return None
+    runs: list[list[int]] = []
+    for node in sorted(free):
+        if runs and runs[-1][-1] == node - 1:
+            runs[-1].append(node)
+        else:
+            runs.append([node])
+    chosen: list[int] = []
+    while len(chosen) < count:
+        want = count - len(chosen)
+        fitting = [r for r in runs if len(r) >= want]
+        best = min(fitting, key=len) if fitting else max(runs, key=len)  # first of equal ones
+        chosen += best[:want]
+        runs.remove(best)
+    return frozenset(chosen)
+
+
+def _will_run(
+    avail: frozenset[int],
+    count: int,
+    now: float,
+    running: list[int],
+    free: set[int],
+    nodes_of: dict[int, frozenset[int]],
+    start: list[float | None],
+    estimate: Sequence[float],
+) -> tuple[float, frozenset[int]] | None:
+    """job_test.c:_will_run_test: now if the job fits on free candidates; else release running jobs by
+    planned end in groups (the first ends at the 30-s boundary after the first job's end plus 30 s,
+    each next window twice as long), testing after each group; the start is the last one's end. A job
+    on no candidate is skipped, and then the next one joins the group whatever its end."""
+    fit = best_fit(avail & free, count)
+    if fit is not None:
+        return now, fit
+    planned = [start[r] + estimate[r] for r in running]  # type: ignore[operator]
+    released = set(free)
+    window, boundary, i = 30.0, None, 0
+    while i < len(running):
+        last, more = None, True
+        while True:
+            if i >= len(running):
+                more = False
+                break
+            r = running[i]
+            i += 1
+            if not nodes_of[r] & avail:
+                continue
+            if boundary is None:
+                boundary = planned[i - 1] + 30 - planned[i - 1] % 30
+            last = i - 1
+            released |= nodes_of[r]
+            if i >= len(running):
+                more = False
+                break
+            if planned[i] > boundary + window:
+                break
+        if last is None:
+            break
+        window *= 2
+        while i < len(running) and planned[i] > boundary + window:  # type: ignore[operator]
+            window *= 2
+        fit = best_fit(avail & released, count)
+        if fit is not None:
+            return max(now + 1, planned[last]), fit  # a job past its planned end still runs now
+        if not more:
+            break
+    return None
+
+
+def _add_reservation(
+    plan: list[list[Any]], start: float, end: float, nodes: frozenset[int], res: float
+) -> None:
+    """backfill.c:_add_reservation: split the plan at start and end (at least one resolution apart),
+    take ``nodes`` out of the records in between, then merge the first pair of equal neighbours."""
+    start = max(start, plan[0][0])
+    end = max(end, start + res)
+    placed, one_before, one_after, j = False, 0, None, 0
+    while True:
+        if plan[j][1] > start:
+            plan.insert(j + 1, [start, plan[j][1], plan[j][2]])
+            plan[j][1] = start
+            placed = True
+            break
+        if plan[j][1] == start:
+            placed = True
+            break
+        one_before = j
+        j += 1
+        if j >= len(plan):
+            break
+    while placed:
+        j += 1
+        if j >= len(plan):
+            break
+        if end < plan[j][1]:
+            plan.insert(j + 1, [end, plan[j][1], plan[j][2]])
+            plan[j][1] = end
+        plan[j][2] = plan[j][2] - nodes
+        if end == plan[j][1]:
+            one_after = j + 1 if j + 1 < len(plan) else None
+            break
+    i = one_before
+    while i != one_after and i + 1 < len(plan):
+        if plan[i][2] == plan[i + 1][2]:
+            plan[i][1] = plan[i + 1][1]
+            del plan[i + 1]
+            break
+        i += 1

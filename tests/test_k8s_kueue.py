@@ -14,6 +14,7 @@ import pytest
 
 from gpuplan.scenario.kubernetes import KubernetesSettings
 from gpuplan.sim.kubernetes import NodePoolSpec, simulate_kubernetes
+from gpuplan.sim.kubernetes.model import UNBOUNDED_REQUEUES
 from gpuplan.sim.kubernetes.quota import NO_LIMIT, QuotaNode, QuotaTree
 from gpuplan.sim.outcome import ModelRun
 from gpuplan.workload.jobtable import JobTable
@@ -266,6 +267,18 @@ def test_wait_for_pods_ready_deactivates_after_the_backoff_limit() -> None:
     outcome = run(jobs, [queue("a", 32, cohort=None)], nodes=3, waitForPodsReady=wait)
     assert kueue_figures(outcome)["deactivated"] == 1
     assert outcome.state[2] == 4  # unfinished
+
+
+def test_a_job_that_can_never_be_ready_is_given_up_without_a_backoff_limit() -> None:
+    # Two 8-GPU pods on a one-node pool: one binds, the other never can. Kueue would requeue it
+    # forever (no backoffLimitCount); the simulation ends, giving it up after UNBOUNDED_REQUEUES.
+    jobs = Jobs().add(team="a", pods=2)
+    wait = {"enable": True, "timeout": "2m", "requeuingStrategy": {"backoffMaxSeconds": 600}}
+    outcome = run(jobs, [queue("a", 32, cohort=None)], nodes=1, waitForPodsReady=wait)
+    figures = kueue_figures(outcome)
+    assert figures["pods_ready_timeouts"] == UNBOUNDED_REQUEUES + 1
+    assert figures["deactivated"] == 1
+    assert outcome.state[0] == 4  # unfinished
 
 
 def test_hierarchical_cohorts_lend_through_the_parent() -> None:

@@ -90,7 +90,7 @@ def test_hand_computed_schedules(case: str, backfill: str) -> None:
 def test_slurm_backfill_reserves_for_every_tested_job() -> None:
     # 4 nodes, a backfill cycle every 10 s, a 1 s profile. A holds 3 nodes until 20. B (4 nodes) is
     # blocked and reserves 20-30. C (1 node, 5 s) backfills at the first cycle, t = 10, not at its
-    # arrival as EASY would. D (1 node, 30 s) would cross B's reservation, so it reserves 30 instead.
+    # arrival as EASY would. D (1 node, 30 s) would cross B's reservation: it runs after B.
     jobs = (
         workload()
         .job(submit=0, run=20, nodes=3, limit=20)
@@ -102,22 +102,26 @@ def test_slurm_backfill_reserves_for_every_tested_job() -> None:
     assert jobs.starts(4, "slurm", **settings) == {1: 0, 2: 20, 3: 10, 4: 30}
     assert jobs.starts(4, "easy") == {1: 0, 2: 20, 3: 2, 4: 30}
     run = jobs.simulate(4, "slurm", **settings)
-    # the reference's reservations, by job index: B at the cycle at 10; D at the cycles at 10 and 20
-    assert reference_for(run, 4, "slurm")[1] == {1: [20], 3: [30, 30]}
+    # the reference's reservations, by job index: B at the cycle at 10; then C takes the last free
+    # node, and with none free the cycle ends (nothing else could start now)
+    assert reference_for(run, 4, "slurm")[1] == {1: [20]}
 
 
-def test_slurm_backfill_rounds_the_profile_to_bf_resolution() -> None:
-    # A's limit ends at 20, rounded up to 60 with the default bf_resolution: C (1 node, limit 50)
-    # fits before B's reservation with a 1 s profile, but not with a 60 s one.
-    jobs = (
-        workload()
-        .job(submit=0, run=20, nodes=3, limit=20)
-        .job(submit=1, run=10, nodes=4, limit=10)
-        .job(submit=2, run=5, nodes=1, limit=15)
-    )
-    assert jobs.starts(4, "slurm", bf_interval=5, bf_resolution=1)[3] == 5
-    assert jobs.starts(4, "slurm", bf_interval=5, bf_resolution=60)[3] == 5
-    assert jobs.starts(4, "slurm", bf_interval=5, bf_resolution=7)[3] == 5
+def test_slurm_backfill_window_touching_a_reservation_conflicts() -> None:
+    # A holds 3 of 4 nodes until 20; B (4 nodes) reserves [20, 30). At the cycle at 5, C (1 node)
+    # with a limit of 14 s ends before B's reservation and backfills; with 15 s its window
+    # [5, 20] reaches the reservation's first second, which Slurm counts as a conflict
+    # (backfill.c keeps map records that begin at or before start + limit).
+    def jobs(limit: int) -> Workload:
+        return (
+            workload()
+            .job(submit=0, run=20, nodes=3, limit=20)
+            .job(submit=1, run=10, nodes=4, limit=10)
+            .job(submit=2, run=5, nodes=1, limit=limit)
+        )
+
+    assert jobs(14).starts(4, "slurm", bf_interval=5, bf_resolution=1)[3] == 5
+    assert jobs(15).starts(4, "slurm", bf_interval=5, bf_resolution=1)[3] == 30
 
 
 def test_a_job_over_its_time_limit_is_killed_at_the_limit() -> None:

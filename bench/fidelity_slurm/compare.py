@@ -45,7 +45,7 @@ import shutil
 import statistics
 import subprocess
 import sys
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -96,12 +96,26 @@ def simulate(cmd: list[str], swf: Path, out: Path, backfill: str, nodes: int) ->
     return read_jobs_parquet(out)
 
 
-def scenario_text(meta: dict, jobs: list[workload.Job], with_partitions: bool) -> str:
-    """A scenario that replays trace.swf under the replay's slurm.conf settings."""
+def controller_start(meta: dict, offset_s: float) -> int:
+    """When slurmctld started, in whole seconds of the simulation's clock (t = 0 at the first
+    submission, t0 + offset_s): a decay tick (every PriorityCalcPeriod from the start), else the
+    first measured backfill cycle (bf_interval after the start)."""
+    loops = meta.get("loops") or {}
+    if loops.get("decay_tick_s") is not None:
+        return round(loops["decay_tick_s"] - offset_s)
+    cycles = loops.get("backfill_cycles_s") or []
+    return round(cycles[0] - int(meta["bf_interval"]) - offset_s) if cycles else 0
+
+
+def scenario_text(meta: dict, jobs: list[workload.Job], with_partitions: bool, offset_s: float) -> str:
+    """A scenario that replays trace.swf under the replay's slurm.conf settings and clocks: its start
+    is the first submission's Unix time (Slurm rounds on the epoch clock), slurmctld's start."""
     nodes = int(meta["nodes"])
+    start = datetime.fromtimestamp(int(meta["t0"]) + offset_s, tz=UTC).isoformat()
     lines = [
         f"# written by compare.py: the settings of {meta.get('config', '?')}-configuration replay",
         "name: fidelity-replay",
+        f"start: {start}",
         "cluster:",
         "  pools:",
         f"    - {{name: gpu, nodes: {nodes}, gpus_per_node: {workload.GPUS_PER_NODE}}}",
@@ -126,6 +140,7 @@ def scenario_text(meta: dict, jobs: list[workload.Job], with_partitions: bool) -
         f"    bf_resolution: {int(meta['bf_resolution'])}",
         "    bf_window: 1440",
         "    bf_max_job_test: 500",
+        f"    controller_start: {controller_start(meta, offset_s)}",
     ]
     if meta.get("priority") == "priority/multifactor":
         lines += [
@@ -136,6 +151,7 @@ def scenario_text(meta: dict, jobs: list[workload.Job], with_partitions: bool) -
             "    priority_decay_half_life: 10m",
             f"    priority_calc_period: {int(meta.get('priority_calc_period_s', 60))}s",
             "    fairshare: fair_tree",
+            "    accounting_storage_enforce: [associations]  # setup.sh, configuration b",
         ]
         if with_partitions:
             # a trace job keeps its traced partition when the scenario defines one of that name on
@@ -156,17 +172,12 @@ def simulate_scenario(
     notes = [
         f"sched_interval={meta['sched_interval']} (the main scheduler's own period; gpuplan runs it at "
         "every event)",
-        "the phases of Slurm's loops (backfill every bf_interval after its previous cycle, periodic "
-        "passes, decay ticks) and epoch-aligned rounding (gpuplan's clock starts at the first submission)",
+        "the sub-second phases of Slurm's loops and their drift (gpuplan runs backfill every bf_interval "
+        "and decay ticks every PriorityCalcPeriod from slurmctld's start, in whole seconds)",
     ]
-    if meta.get("config") == "b":
-        notes += [
-            "Fair Tree with the root user's association (Slurm ranks 3 user associations: factors "
-            "1, 2/3, 1/3; gpuplan ranks the 2 teams: 1, 1/2)",
-        ]
     offset = float(min(j.submit_s for j in jobs))  # a trace workload starts at its first submission
     for with_partitions in (True, False):
-        text = scenario_text(meta, jobs, with_partitions)
+        text = scenario_text(meta, jobs, with_partitions, offset)
         path = run_dir / "gpuplan-scenario.yaml"
         path.write_text(text)
         out = run_dir / "gpuplan-slurm"

@@ -15,7 +15,11 @@
 # GPUPLAN_SLURM_PORT_BASE (16800: MariaDB +6, slurmctld +17, slurmdbd +19, node i +100+i),
 # GPUPLAN_SLURM_BF_INTERVAL, GPUPLAN_SLURM_SCHED_INTERVAL, GPUPLAN_SLURM_BF_RESOLUTION (a: 1, 1, 1;
 # b: 30, 1, 60), GPUPLAN_SLURM_DEBUGFLAGS (none; Backfill,BackfillMap logs every backfill plan),
-# GPUPLAN_SLURM_START_SECOND (b: 29: a new slurmctld starts at that second of a minute; a: at once).
+# GPUPLAN_SLURM_START_SECOND (b: 29: a new slurmctld starts at that second of a minute; a: at once),
+# GPUPLAN_SLURM_APT_TIMEOUT (300: seconds for each of apt-get update and the download),
+# GPUPLAN_SLURM_APT_GET (apt-get: the command used instead, e.g. to test the failure below).
+# Exit status: 0 ready; 3 the packages could not be installed (no network, mirror unreachable, ...;
+# the reason is in <work dir>/log/packages.failed); 1 anything else.
 # Stop everything with teardown.sh. Everything listens on 127.0.0.1 only.
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -31,7 +35,7 @@ while (($#)); do
         --config=*) CONFIG="${1#*=}"; shift ;;
         --fresh) FRESH=1; shift ;;
         --no-install) INSTALL=0; shift ;;
-        -h | --help) sed -n '2,19p' "$0"; exit 0 ;;
+        -h | --help) sed -n '2,23p' "$0"; exit 0 ;;
         *) die "unknown argument $1" ;;
     esac
 done
@@ -50,7 +54,36 @@ DEBUGFLAGS="${GPUPLAN_SLURM_DEBUGFLAGS:+DebugFlags=$GPUPLAN_SLURM_DEBUGFLAGS}"
 T0=$(date +%s)
 
 # --- packages -------------------------------------------------------------------------------------
+# Not being able to install them is exit status 3, not 1: it says nothing about the harness (smoke.sh
+# reports it as a skip). apt's network steps are time-limited, so that answer comes in bounded time.
 PACKAGES=(slurmctld slurmd slurm-client munge slurmdbd mariadb-server)
+APT_GET="${GPUPLAN_SLURM_APT_GET:-apt-get}"
+APT_TIMEOUT="${GPUPLAN_SLURM_APT_TIMEOUT:-300}"
+rm -f "$WORK/log/packages.failed"
+
+# apt_run NAME SECONDS ARGS...: $APT_GET ARGS under a time limit, its output shown and kept in
+# log/apt-NAME.log; on failure apt_error says why (apt's first error line, or the time-out).
+apt_run() {
+    local name="$1" limit="$2" rc
+    shift 2
+    timeout "$limit" "$APT_GET" "$@" 2>&1 | tee "$WORK/log/apt-$name.log"
+    rc=${PIPESTATUS[0]}
+    ((rc == 0)) && return 0
+    if ((rc == 124)); then
+        apt_error="timed out after $limit s"
+    else
+        apt_error="$(grep -m1 -E '^(E|W): ' "$WORK/log/apt-$name.log" || tail -n1 "$WORK/log/apt-$name.log")"
+        apt_error="${apt_error:-exit status $rc}"
+    fi
+    return 1
+}
+packages_failed() { # packages_failed REASON: exit 3, the reason in log/packages.failed
+    ((created_policy)) && rm -f "$policy"
+    echo "$1" >"$WORK/log/packages.failed"
+    log "ERROR: could not install slurm packages ($1)"
+    exit 3
+}
+
 if ((INSTALL)); then
     missing=()
     for p in "${PACKAGES[@]}"; do
@@ -58,6 +91,7 @@ if ((INSTALL)); then
     done
     if ((${#missing[@]})); then
         log "installing ${missing[*]}"
+        install -d -m 755 "$WORK" "$WORK/log"
         # Debian's maintainer scripts would start the system-wide daemons; keep them from doing so.
         policy=/usr/sbin/policy-rc.d
         created_policy=0
@@ -66,8 +100,18 @@ if ((INSTALL)); then
             chmod 755 "$policy"
             created_policy=1
         fi
-        timeout 300 apt-get update -qq || log "apt-get update failed; trying the install anyway"
-        DEBIAN_FRONTEND=noninteractive timeout 600 apt-get install -y -q --no-install-recommends "${missing[@]}"
+        export DEBIAN_FRONTEND=noninteractive
+        update_error=""
+        if ! apt_run update "$APT_TIMEOUT" update -qq; then
+            update_error="; apt-get update: $apt_error"
+            log "apt-get update failed ($apt_error); trying the install anyway"
+        fi
+        # Download first, alone: it is the only step that needs the network, so a dead mirror ends
+        # here, by apt's error or the time limit, and never cuts a dpkg run short.
+        apt_run download "$APT_TIMEOUT" install -y -q --download-only --no-install-recommends "${missing[@]}" \
+            || packages_failed "download: $apt_error$update_error"
+        apt_run install 600 install -y -q --no-install-recommends "${missing[@]}" \
+            || packages_failed "install: $apt_error"
         ((created_policy)) && rm -f "$policy"
     fi
 fi

@@ -101,6 +101,8 @@ def slurm_settings(spec: ScenarioSlurm) -> SlurmSettings:
         ),
         select_type=spec.select_type,
         over_time_limit=spec.over_time_limit,
+        controller_start_s=spec.controller_start,
+        accounting_storage_enforce=tuple(spec.accounting_storage_enforce),
         topology=None
         if spec.topology is None
         else Topology(spec.topology.plugin, spec.topology.nodes_per_block, spec.topology.require),
@@ -136,7 +138,14 @@ def run_slurm(loaded: Input, request: SimulateRequest) -> ModelRun:
     if request.backfill is not None:
         settings = replace(settings, backfill=request.backfill)
     workload = loaded.workload
-    return simulate_slurm(workload.jobs, loaded.pools, settings, workload.services, workload.team_shares)
+    return simulate_slurm(
+        workload.jobs,
+        loaded.pools,
+        settings,
+        workload.services,
+        workload.team_shares,
+        epoch_s=workload.epoch_s,
+    )
 
 
 ModelRunner = Callable[[Input, SimulateRequest], ModelRun]

@@ -367,6 +367,9 @@ class TopologySpec(Section):
     )
 
 
+EnforceFlag = Literal["associations", "limits", "qos", "safe", "wckeys"]
+
+
 class SlurmSettings(Section):
     """Policy settings of the Slurm model, named as in slurm.conf (``SchedulerParameters``)."""
 
@@ -409,6 +412,16 @@ class SlurmSettings(Section):
     preempt_mode: PreemptMode = Field("off", description="PreemptMode: the cluster's default")
     requeue_delay: Duration = Field(
         121.0, description="a requeued job is eligible again after this (AuthInfo cred_expire 120 s + 1)"
+    )
+    accounting_storage_enforce: list[EnforceFlag] = Field(
+        default_factory=lambda: list[EnforceFlag](["associations", "limits", "qos"]),
+        description="AccountingStorageEnforce: without 'limits' a job's use after the last "
+        "PriorityCalcPeriod tick is never counted in fair share (as Slurm 22.05 does)",
+    )
+    controller_start: float = Field(
+        0.0,
+        description="seconds from the scenario's start at which slurmctld started (negative: before): "
+        "priorities are recalculated every PriorityCalcPeriod and backfill runs every bf_interval from then",
     )
 
 

@@ -30,6 +30,7 @@ def simulate(
     reservations: tuple[Buffer, ...] | None = None,
     drains: tuple[Buffer, Buffer, float] | None = None,
     topology: tuple[int, bool] | None = None,
+    best_fit: bool = False,
     /,
 ) -> tuple[int, bytes]: ...
 def hostlists(

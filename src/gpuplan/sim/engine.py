@@ -138,6 +138,7 @@ def run_batch(
     reservations: ReservationInputs | None = None,
     lending: Lending | None = None,
     topology: tuple[int, bool] | None = None,
+    best_fit: bool = False,
 ) -> BatchSchedule:
     """Simulate ``jobs`` on ``pool`` with the compiled pass ``schedule_pass`` ("fifo", "easy",
     "slurm") and its settings ``params`` (in the order the pass documents them). The queue is in
@@ -147,7 +148,9 @@ def run_batch(
     share nodes with others (Slurm's select/cons_tres). ``reservations`` hold nodes for some accounts,
     or for none (maintenance), over windows of time. ``lending`` takes nodes away and gives them
     back over time (it needs ``preemption`` inputs, for the state of requeued jobs). ``topology``
-    is (nodes per block, whether a job must fit one block) for multi-node placement.
+    is (nodes per block, whether a job must fit one block) for multi-node placement. ``best_fit``
+    places whole-node jobs as Slurm does, on the best-fitting run of consecutive free nodes, not
+    the lowest-numbered free nodes.
 
     A job that asks more nodes, or more GPUs per node, than the pool has can never run: it is
     rejected at arrival (``rejected``) and never queued, as are the jobs ``refused`` at submit."""
@@ -212,6 +215,7 @@ def run_batch(
             None if reservations is None else reservations.take(admitted).for_engine(),
             None if lending is None else lending.for_engine(),
             topology,
+            best_fit,
         )
     if preemption is None:
         end = start + run_s

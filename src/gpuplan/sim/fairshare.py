@@ -10,8 +10,13 @@ GPU-seconds since the previous call and takes a factor in [0, 1] for each.
   an association's Level Fairshare is LF = S / U, its shares and its usage each normalised over itself
   and its siblings (U = 0 gives infinity). Accounts are visited by LF, highest first, and users ranked
   in that order, so every user of an account with a higher LF ranks above every user of one with a
-  lower LF. A user's factor is its rank over the number of users (the first gets 1.0). Sibling users
-  with equal LF share a rank; sibling accounts with equal LF have their users merged before ranking.
+  lower LF. A user's factor is its rank over the number of user associations (the first gets 1.0).
+  Sibling users with equal LF share a rank; sibling accounts with equal LF have their users merged
+  before ranking. The cluster's own ``root`` user association (made by ``sacctmgr add cluster``:
+  ``Fairshare=1``, no jobs) is a sibling of the accounts: it counts among the user associations and
+  in the shares at the top level, and ranks first (infinite LF, users before accounts on a tie); an
+  account with no usage ties with it, so that account's first user keeps rank 1 (fair_tree.c:
+  ``_calc_tree_fs`` passes the tie down to the account's children).
 - Classic (``PriorityFlags=NO_FAIR_TREE``): F = 2 ** (-U / S) per account, with S the account's
   normalised shares and U its normalised usage; its users share it. An account using exactly its
   share gets 0.5; no usage, 1.
@@ -54,6 +59,10 @@ class FairShare:
         raise NotImplementedError
 
 
+# Fairshare of the cluster's root user association (sacctmgr add cluster)
+ROOT_USER_SHARES = 1.0
+
+
 def _level_fairshare(shares: Float64, usage: Float64) -> Float64:
     """LF = S / U among siblings; infinity for no usage (with shares)."""
     s = shares / shares.sum()
@@ -70,7 +79,9 @@ class FairTree(FairShare):
         account_usage = np.bincount(self.account_of_user, weights=self.usage, minlength=accounts).astype(
             np.float64
         )
-        account_lf = _level_fairshare(self.account_shares, account_usage)
+        # the root user association is one more sibling of the accounts, with shares 1 and no usage
+        top_shares = np.append(self.account_shares, ROOT_USER_SHARES)
+        account_lf = _level_fairshare(top_shares, np.append(account_usage, 0.0))[:accounts]
         # a user's LF among its siblings: shares 1 each, usage over its account's
         siblings = np.bincount(self.account_of_user, minlength=accounts)[self.account_of_user]
         parent_usage = account_usage[self.account_of_user]
@@ -78,15 +89,21 @@ class FairTree(FairShare):
             used = np.where(parent_usage > 0, self.usage / np.where(parent_usage > 0, parent_usage, 1.0), 0.0)
             user_lf = np.where(used > 0, (1.0 / siblings) / np.where(used > 0, used, 1.0), np.inf)
         # accounts from the highest LF down, accounts with equal LF merged into one group; users of a
-        # group by their LF, highest first; rank = users left, a tie keeps the rank of the user before
+        # group by their LF, highest first; rank = user associations left (the root user is first),
+        # a tie keeps the rank of the user before
         group = np.unique(-account_lf, return_inverse=True)[1].reshape(-1)[self.account_of_user]
         order = np.lexsort((-user_lf, group))
         in_group, lf = group[order], user_lf[order]
         new_rank = np.ones(n, dtype=bool)
         new_rank[1:] = (in_group[1:] != in_group[:-1]) | (lf[1:] != lf[:-1])
-        first_of_tie = np.maximum.accumulate(np.where(new_rank, np.arange(n), 0))
+        # the first group's first user ties with the root user when that group's LF is infinite
+        first_tied = n > 0 and account_lf[self.account_of_user[order[0]]] == np.inf
+        position = np.arange(1, n + 1)
+        first_of_tie = np.maximum.accumulate(np.where(new_rank, position, 0))
+        if first_tied:
+            first_of_tie[: np.argmax(new_rank[1:]) + 1 if new_rank[1:].any() else n] = 0
         factors = np.empty(n)
-        factors[order] = (n - first_of_tie) / n
+        factors[order] = (n + 1 - first_of_tie) / (n + 1)
         return factors
 
 

@@ -328,7 +328,9 @@ def _slurm_with_lending(slurm: Input, lent: dict[str, EngineLending]) -> ModelRu
     assert slurm.scenario is not None
     settings = slurm_settings(slurm.scenario.scenario.models.slurm)
     workload = slurm.workload
-    return simulate_slurm(workload.jobs, slurm.pools, settings, workload.services, workload.team_shares, lent)
+    return simulate_slurm(
+        workload.jobs, slurm.pools, settings, workload.services, workload.team_shares, lent, workload.epoch_s
+    )
 
 
 def _lending_figures(lent: dict[str, EngineLending], loaded: Input, lending: Lending) -> dict[str, Any]:

@@ -4,7 +4,8 @@
 backfilling (only the queue head holds a reservation); ``--backfill slurm`` is Slurm's own backfill
 (``SchedulerType=sched/backfill``): every ``bf_interval`` seconds each tested job, up to
 ``bf_max_job_test``, starts now or reserves the earliest slot within ``bf_window`` in a time profile
-kept at ``bf_resolution`` (see ``_core/policies.c``).
+kept at ``bf_resolution`` on the epoch clock, with cycles every ``bf_interval`` from slurmctld's start
+(see ``_core/policies.c`` and ``_core/backfill_map.c``).
 """
 
 from __future__ import annotations
@@ -38,6 +39,13 @@ BACKFILL.register(
     CompiledPass(
         "slurm",
         "Slurm backfill: every tested job starts now or reserves its earliest slot",
-        ("bf_interval_s", "bf_window_s", "bf_resolution_s", "bf_max_job_test"),
+        (
+            "bf_interval_s",
+            "bf_window_s",
+            "bf_resolution_s",
+            "bf_max_job_test",
+            "clock_epoch_s",
+            "controller_start_s",
+        ),
     ),
 )

@@ -37,6 +37,9 @@ class MultifactorSettings:
     decay_half_life_s: float = 7 * DAY_S  # PriorityDecayHalfLife (7-0)
     calc_period_s: float = 300.0  # PriorityCalcPeriod (5 minutes)
     fairshare: str = "fair_tree"  # fair_tree | classic (PriorityFlags=NO_FAIR_TREE)
+    calc_phase_s: float = 0.0  # recalculations every calc_period_s from here (slurmctld's start)
+    # AccountingStorageEnforce without "limits": a job's use after the last recalculation is lost
+    tick_usage_only: bool = False
 
 
 @dataclass(frozen=True)
@@ -66,6 +69,8 @@ class PriorityInputs:
             s.weight_fairshare,
             s.calc_period_s,
             self.fairshare,
+            s.calc_phase_s,
+            s.tick_usage_only,
         )
 
 
@@ -109,7 +114,7 @@ def tiered(priority: PriorityInputs | None, tier: Float64, settings: Multifactor
     """``priority`` (None: priority/basic, submit order) with the jobs' partition ``PriorityTier``
     ahead of it: Slurm schedules higher tiers first whatever the priorities."""
     if priority is None:
-        basic = MultifactorSettings(calc_period_s=settings.calc_period_s)
+        basic = MultifactorSettings(calc_period_s=settings.calc_period_s, calc_phase_s=settings.calc_phase_s)
         rows = len(tier)
         return PriorityInputs(tier * TIER_SCALE, np.zeros(rows, dtype=np.int32), np.zeros(rows), basic, None)
     return replace(priority, static=priority.static + tier * TIER_SCALE)

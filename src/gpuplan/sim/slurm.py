@@ -70,13 +70,20 @@ class SlurmSettings:
     preempt_type: str = "none"  # PreemptType: none | partition_prio | qos
     preempt_mode: str = "off"  # PreemptMode (cluster-wide default): off | cancel | requeue | suspend
     requeue_delay_s: float = DEFAULT_REQUEUE_DELAY_S
+    # when slurmctld started, on the workload's clock: its decay thread recalculates priorities
+    # every PriorityCalcPeriod from then, and its backfill thread cycles every bf_interval
+    controller_start_s: float = 0.0
+    # AccountingStorageEnforce; without "limits" a job's use after the last decay tick is lost
+    accounting_storage_enforce: tuple[str, ...] = ("associations", "limits", "qos")
 
-    def params(self, names: tuple[str, ...]) -> list[float]:
+    def params(self, names: tuple[str, ...], epoch_s: float = 0.0) -> list[float]:
         values = {
             "bf_interval_s": float(self.bf_interval),
             "bf_window_s": 60.0 * self.bf_window,
             "bf_resolution_s": float(self.bf_resolution),
             "bf_max_job_test": float(self.bf_max_job_test),
+            "clock_epoch_s": epoch_s,
+            "controller_start_s": self.controller_start_s,
         }
         return [values[name] for name in names]
 
@@ -92,6 +99,10 @@ class SlurmSettings:
                 "bf_resolution": self.bf_resolution,
                 "bf_max_job_test": self.bf_max_job_test,
             }
+        if self.controller_start_s:
+            echoed["controller_start_s"] = self.controller_start_s
+        if self.priority_type == "multifactor":
+            echoed["accounting_storage_enforce"] = list(self.accounting_storage_enforce)
         if self.priority_type == "multifactor":
             echoed |= {"priority_type": "multifactor", **asdict(self.multifactor)}
         if self.qos:
@@ -158,11 +169,18 @@ def simulate_slurm(
     services: list[Service] | None = None,
     team_shares: dict[str, float] | None = None,
     lending: dict[str, Lending] | None = None,
+    epoch_s: float | None = None,
 ) -> ModelRun:
     """Schedule ``jobs`` (and ``services``) on ``pools`` under the Slurm model; jobs come back in
     submit order (submit time, then job id). ``team_shares`` are the accounts' ``Fairshare=``;
-    ``lending`` the nodes each pool lends over time (hybrid)."""
+    ``lending`` the nodes each pool lends over time (hybrid); ``epoch_s`` the Unix time of t = 0
+    (Slurm rounds backfill plans on the epoch clock; unknown: t = 0 is taken as a whole minute)."""
     schedule_pass = BACKFILL.get(settings.backfill)
+    mf = replace(
+        settings.multifactor,
+        calc_phase_s=settings.controller_start_s,
+        tick_usage_only="limits" not in settings.accounting_storage_enforce,
+    )
     jobs = jobs.take(jobs.queue_order())
     partitions = partition_table(settings.partitions, pools)
     routing = route_jobs(jobs, partitions, pools)
@@ -240,14 +258,14 @@ def simulate_slurm(
                 jobs.team.take(members),
                 jobs.user.take(members),
                 batch_pool.nodes,
-                settings.multifactor,
+                mf,
                 team_shares,
                 qos_factor[qos_index[members]],
                 partition_factor[routing.partition[members]],
                 usage_gpus=jobs.gpus[members] * usage_factor[qos_index[members]],
             )
         if len(np.unique(job_tier)) > 1:  # partitions of different PriorityTier share these nodes
-            priority = tiered(priority, job_tier, settings.multifactor)
+            priority = tiered(priority, job_tier, mf)
         lend = (lending or {}).get(pool.name)
         pool_preemption = None if preemption is None else preemption.take(members)
         if lend is not None and pool_preemption is None:
@@ -256,7 +274,7 @@ def simulate_slurm(
             batch,
             batch_pool,
             schedule_pass.compiled_name,
-            settings.params(schedule_pass.parameters),
+            settings.params(schedule_pass.parameters, epoch_s or 0.0),
             priority,
             limits(qos_index[members], jobs.user.take(members), qos_list),
             reason[members] > 0,
@@ -270,6 +288,7 @@ def simulate_slurm(
             ),
             lend,
             None if settings.topology is None else settings.topology.for_engine(),
+            best_fit=True,
         )
         if settings.topology is not None:
             blocks[members] = blocks_spanned(schedule, settings.topology.nodes_per_block)

@@ -37,6 +37,8 @@ int gp_sim_init(Sim *sim, int32_t n_jobs, int32_t total_nodes, int32_t node_gpus
     sim->ov_count = xcalloc(sim, (size_t)node_gpus + 1, sizeof(int32_t));
     sim->reserved_from = xcalloc(sim, (size_t)total_nodes, sizeof(double));
     sim->reserved_stamp = xcalloc(sim, (size_t)total_nodes, sizeof(uint32_t));
+    sim->run_start = xcalloc(sim, (size_t)total_nodes / 2 + 1, sizeof(int32_t));
+    sim->run_len = xcalloc(sim, (size_t)total_nodes / 2 + 1, sizeof(int32_t));
     sim->q_job = xcalloc(sim, (size_t)n_jobs, sizeof(int32_t));
     sim->q_nodes = xcalloc(sim, (size_t)n_jobs, sizeof(int32_t));
     sim->q_estimate = xcalloc(sim, (size_t)n_jobs, sizeof(double));
@@ -48,8 +50,6 @@ int gp_sim_init(Sim *sim, int32_t n_jobs, int32_t total_nodes, int32_t node_gpus
     sim->est_pos = xcalloc(sim, (size_t)n_jobs, sizeof(int32_t));
     sim->est_end = xcalloc(sim, (size_t)n_jobs, sizeof(double));
     sim->walk_heap = xcalloc(sim, max_running + 1, sizeof(int32_t));
-    sim->profile_time = xcalloc(sim, 2 * (size_t)n_jobs + max_running + 2, sizeof(double));
-    sim->profile_free = xcalloc(sim, 2 * (size_t)n_jobs + max_running + 2, sizeof(int32_t));
     sim->wake_at = INFINITY;
     sim->ranges_cap = 1024;
     sim->ranges = xcalloc(sim, (size_t)sim->ranges_cap, 2 * sizeof(int32_t));
@@ -79,6 +79,15 @@ void gp_sim_free(Sim *sim) {
     PyMem_RawFree(sim->ov_count);
     PyMem_RawFree(sim->reserved_from);
     PyMem_RawFree(sim->reserved_stamp);
+    PyMem_RawFree(sim->run_start);
+    PyMem_RawFree(sim->run_len);
+    PyMem_RawFree(sim->map_begin);
+    PyMem_RawFree(sim->map_end);
+    PyMem_RawFree(sim->map_bits);
+    PyMem_RawFree(sim->map_suffix);
+    PyMem_RawFree(sim->bits_scratch);
+    PyMem_RawFree(sim->run_order);
+    PyMem_RawFree(sim->map_clear);
     PyMem_RawFree(sim->node_win_next);
     PyMem_RawFree(sim->node_off);
     PyMem_RawFree(sim->block_count);
@@ -101,8 +110,6 @@ void gp_sim_free(Sim *sim) {
     PyMem_RawFree(sim->est_end);
     PyMem_RawFree(sim->walk_heap);
     PyMem_RawFree(sim->ranges);
-    PyMem_RawFree(sim->profile_time);
-    PyMem_RawFree(sim->profile_free);
     if (sim->prio_static) gp_priority_free(sim);
 }
 
@@ -396,6 +403,76 @@ int32_t gp_find_nodes(Sim *sim, int32_t job, double until, int backfill_plan) {
     return found;
 }
 
+/* Runs of consecutive set bits of `bits` (n_words words): starts and lengths; returns how many. */
+static int32_t bit_runs(const uint64_t *bits, int32_t n_words, int32_t *run_start, int32_t *run_len) {
+    int32_t runs = 0, open = -1;
+    for (int32_t w = 0; w < n_words; w++) {
+        uint64_t b = bits[w];
+        int32_t pos = 0;
+        while (pos < 64) {
+            uint64_t rest = open >= 0 ? ~b >> pos : b >> pos; /* looking for the run's end, or a start */
+            if (rest == 0) break;
+            pos += __builtin_ctzll(rest);
+            if (open >= 0) {
+                run_start[runs] = open;
+                run_len[runs++] = 64 * w + pos - open;
+                open = -1;
+            } else {
+                open = 64 * w + pos;
+            }
+        }
+    }
+    if (open >= 0) {
+        run_start[runs] = open;
+        run_len[runs++] = 64 * n_words - open;
+    }
+    return runs;
+}
+
+/*
+ * Best fit (job_test.c:_eval_nodes for whole nodes): the candidates form runs of consecutive
+ * nodes; take the smallest run that holds the rest of the job (the first of equal ones), its
+ * lowest nodes; if none does, the largest run (the first of equal ones) whole, and repeat.
+ * With free nodes 0, 1, 5, 7 a 3-node job gets 0, 1, 5; with 0, 1, 2, 4 a 1-node job gets 4.
+ */
+static int32_t best_fit_nodes(Sim *sim, const uint64_t *candidates, int32_t count) {
+    int32_t runs = bit_runs(candidates, sim->n_words, sim->run_start, sim->run_len);
+    int32_t found = 0;
+    while (found < count) {
+        int32_t want = count - found, best = -1;
+        for (int32_t r = 0; r < runs; r++) {
+            int32_t len = sim->run_len[r];
+            if (len == 0) continue;
+            if (best < 0) {
+                best = r;
+                continue;
+            }
+            int32_t best_len = sim->run_len[best];
+            int enough = len >= want, best_enough = best_len >= want;
+            if ((enough && (!best_enough || len < best_len)) || (!enough && !best_enough && len > best_len))
+                best = r;
+        }
+        if (best < 0) break;
+        int32_t take = sim->run_len[best] < want ? sim->run_len[best] : want;
+        for (int32_t k = 0; k < take; k++) sim->node_scratch[found++] = sim->run_start[best] + k;
+        sim->run_len[best] = 0;
+    }
+    if (found < count) return found;
+    qsort(sim->node_scratch, (size_t)found, sizeof(int32_t), int_cmp);
+    return found;
+}
+
+int32_t gp_choose_nodes(Sim *sim, const uint64_t *candidates, int32_t count) {
+    if (sim->best_fit && !(sim->block_nodes && count > 1)) return best_fit_nodes(sim, candidates, count);
+    int by_block = sim->block_nodes > 0 && count > 1;
+    int32_t found = 0;
+    for (int32_t w = 0; w < sim->n_words && (by_block || found < count); w++)
+        for (uint64_t b = candidates[w]; b && (by_block || found < count); b &= b - 1)
+            sim->node_scratch[found++] = 64 * w + __builtin_ctzll(b);
+    if (by_block) return found < count ? found : pick_by_block(sim, found, count);
+    return found;
+}
+
 /* Whole nodes [first, first + run) go from all GPUs free to none (take) or back (!take), a
  * 64-node word at a time on every level: what a whole-node job costs. */
 static void whole_run(Sim *sim, int32_t first, int32_t run, int take) {
@@ -515,7 +592,6 @@ static void queue_append(Sim *sim, int32_t job) {
     sim->q_estimate[sim->q_count] = sim->estimate[job];
     sim->q_count++;
     sim->q_len++;
-    sim->changes++;
     if (sim->prio_static) gp_priority_insert(sim, sim->q_count - 1);
 }
 
@@ -563,7 +639,13 @@ void gp_start_slot(Sim *sim, int32_t slot, double now) {
     int32_t job = sim->q_job[slot];
     int whole_lowest = sim->gpn[job] == sim->node_gpus && !sim->n_windows && !sim->node_off &&
                        !(sim->block_nodes && sim->nodes[job] > 1);
-    int32_t found = whole_lowest ? sim->free_nodes : gp_find_nodes(sim, job, now + sim->estimate[job], 0);
+    int32_t found;
+    if (whole_lowest && sim->best_fit) {
+        found = gp_choose_nodes(sim, gp_free_bits(sim), sim->nodes[job]);
+        whole_lowest = 0; /* start on node_scratch */
+    } else {
+        found = whole_lowest ? sim->free_nodes : gp_find_nodes(sim, job, now + sim->estimate[job], 0);
+    }
     if (found < sim->nodes[job]) {
         sim->policy_error = 1; /* a policy bug: refuse rather than corrupt state */
         return;
@@ -579,7 +661,6 @@ static void start_job(Sim *sim, int32_t slot, double now, int whole_lowest) {
     sim->q_nodes[slot] = GP_GONE;
     sim->q_len--;
     sim->q_holes++;
-    sim->changes++;
     if (sim->prio_static) gp_priority_started(sim, job, +1);
     if (sim->limit_group) {
         int32_t group = sim->limit_group[job];
@@ -607,7 +688,6 @@ static void start_job(Sim *sim, int32_t slot, double now, int whole_lowest) {
 }
 
 static void end_job(Sim *sim, int32_t job) {
-    sim->changes++;
     if (sim->prio_static) gp_priority_started(sim, job, -1);
     if (sim->limit_group) {
         int32_t group = sim->limit_group[job];

@@ -123,15 +123,23 @@ struct Sim {
     /* A pass may ask to be called again at a time with no job event (a periodic scheduler). */
     double wake_at;
     double now;
-    /* Arrivals, starts and ends so far: a periodic pass can skip a cycle when nothing changed. */
-    uint64_t changes;
     /* Policy state kept between passes (e.g. when the next periodic cycle is due). */
     double policy_clock;
-    uint64_t policy_seen_changes;
-    /* Scratch of the time-profile (node_space) built by reservation-based backfill. */
-    double *profile_time;
-    int32_t *profile_free;
-    int32_t profile_len;
+    /* Slurm's backfill map of named nodes (backfill_map.c, whole-node pools): records [begin, end)
+     * with a bitmap of the nodes no reservation of this cycle holds, n_words words each; scratch
+     * bitmaps; the running jobs in order of planned end. Allocated on the first cycle. */
+    double *map_begin, *map_end;
+    uint64_t *map_bits;
+    uint64_t *map_suffix; /* per record, n_words: the window's suffix intersections (backfill_map.c) */
+    int32_t map_len, map_cap;
+    uint64_t *bits_scratch; /* 4 x n_words */
+    int32_t *run_order; /* the running jobs by planned end, then scratch (backfill_map.c) */
+    double *map_clear;  /* per free node: until when no reservation of this cycle holds it */
+    int32_t *run_start, *run_len; /* runs of consecutive candidate nodes (best fit) */
+
+    /* Node choice for whole-node jobs: 0, the lowest-numbered free nodes; 1, Slurm's best fit over
+     * runs of consecutive free nodes (select/cons_tres and select/linear, job_test.c:_eval_nodes). */
+    int best_fit;
 
     /* Priority order of the queue (Slurm PriorityType=priority/multifactor), kept by priority.c;
      * off (FCFS: submit time, then job id) when prio_static is NULL. */
@@ -144,7 +152,11 @@ struct Sim {
     double *acct_usage;        /* per account: GPU-seconds used since the last recalculation */
     double *acct_running_gpus; /* per account: GPUs running x their QoS UsageFactor */
     const double *usage_gpus;  /* per job: its GPUs x UsageFactor */
-    double usage_clock, next_recalc;
+    double usage_clock, next_recalc, last_recalc;
+    double prio_calc_phase; /* recalculations at prio_calc_phase + k x prio_calc_period (slurmctld's start) */
+    /* AccountingStorageEnforce without "limits": a job's use between the last recalculation and its
+     * end is never counted (acct_policy.c returns before priority_p_job_end) */
+    int tick_usage_only;
     /* fair-share hook: called with the GIL as hook(now, acct_usage) and fills fs_factor */
     int (*fairshare)(Sim *sim, double now);
     void *fairshare_state;
@@ -250,6 +262,15 @@ static inline int32_t gp_overlay_free(const Sim *sim, int32_t node) {
 }
 void gp_overlay_add(Sim *sim, int32_t node, int32_t gpus);
 void gp_overlay_add_job(Sim *sim, int32_t job, int32_t sign); /* its GPUs on its nodes */
+
+/* Choose `count` nodes among the `candidates` (a bitmap of n_words words) for a whole-node job:
+ * by topology block when there is one, else by best fit (or the lowest-numbered without best_fit).
+ * Fills sim->node_scratch in ascending order; returns how many (fewer than count: no fit). */
+int32_t gp_choose_nodes(Sim *sim, const uint64_t *candidates, int32_t count);
+/* The nodes with all GPUs free, as a bitmap of n_words words. */
+static inline const uint64_t *gp_free_bits(const Sim *sim) {
+    return sim->level_bits + (size_t)(sim->node_gpus - 1) * sim->n_words;
+}
 
 /* Does the job in slot `slot` fit now? (holes never fit) */
 static inline int gp_fits_now(Sim *sim, int32_t slot) {

@@ -83,6 +83,7 @@ static PyObject *simulate(PyObject *self, PyObject *args) {
     Py_buffer params = {0};
     PyObject *priority = Py_None, *limits = Py_None, *preempt = Py_None;
     PyObject *reservations = Py_None, *drains = Py_None, *topology = Py_None;
+    int best_fit = 0;
     Py_buffer res[7] = {{0}}, drain_buf[2] = {{0}};
     Py_buffer lim[6] = {{0}};
     Py_buffer pre[11] = {{0}};
@@ -95,10 +96,10 @@ static PyObject *simulate(PyObject *self, PyObject *args) {
                  {.name = "start"},       {.name = "range_first"},  {.name = "range_count"},
                  {.name = "tl_time"},     {.name = "tl_busy_gpus"}, {.name = "tl_queued"},
                  {.name = "gpus_per_node"}};
-    if (!PyArg_ParseTuple(args, "siiy*y*y*y*y*y*y*w*w*w*w*w*w*y*|OOOOOO", &policy_name, &total_nodes, &node_gpus,
+    if (!PyArg_ParseTuple(args, "siiy*y*y*y*y*y*y*w*w*w*w*w*w*y*|OOOOOOp", &policy_name, &total_nodes, &node_gpus,
                           &params, &a[0].view, &a[1].view, &a[2].view, &a[3].view, &a[4].view, &a[5].view,
                           &a[6].view, &a[7].view, &a[8].view, &a[9].view, &a[10].view, &a[11].view, &a[12].view,
-                          &priority, &limits, &preempt, &reservations, &drains, &topology))
+                          &priority, &limits, &preempt, &reservations, &drains, &topology, &best_fit))
         return NULL;
     PyObject *result = NULL;
     Sim sim;
@@ -139,6 +140,7 @@ static PyObject *simulate(PyObject *self, PyObject *args) {
     sim.range_first = a[7].view.buf;
     sim.range_count = a[8].view.buf;
     sim.gpn = a[12].view.buf;
+    sim.best_fit = best_fit;
     sim.whole_nodes = 1;
     for (Py_ssize_t j = 0; j < n; j++) {
         if (sim.gpn[j] < 1 || sim.gpn[j] > node_gpus) {
@@ -155,9 +157,9 @@ static PyObject *simulate(PyObject *self, PyObject *args) {
     if (check_jobs(&sim) < 0) goto done;
     if (priority != Py_None) {
         int n_accounts;
-        if (!PyArg_ParseTuple(priority, "y*y*y*iddddO", &prio_static, &prio_account, &prio_usage, &n_accounts,
+        if (!PyArg_ParseTuple(priority, "y*y*y*iddddOdp", &prio_static, &prio_account, &prio_usage, &n_accounts,
                               &sim.prio_weight_age, &sim.prio_max_age, &sim.prio_weight_fairshare,
-                              &sim.prio_calc_period, &hook.callable))
+                              &sim.prio_calc_period, &hook.callable, &sim.prio_calc_phase, &sim.tick_usage_only))
             goto done;
         if (prio_static.len != n * 8 || prio_account.len != n * 4 || prio_usage.len != n * 8 || n_accounts < 1) {
             PyErr_SetString(PyExc_ValueError,

@@ -13,16 +13,16 @@
  *   then use up), so the head never starts later than its reservation.
  * - "slurm": Slurm's own backfill (SchedulerType=sched/backfill). The main scheduler runs at every
  *   event as "fifo" does (strict order, a blocked job blocks the partition). Every bf_interval
- *   seconds a backfill cycle builds a time profile of free nodes (Slurm's node_space map) from the
- *   running jobs' time limits, then tests queued jobs in order, at most bf_max_job_test of them:
- *   each starts now if it fits now for its whole time limit without touching a reservation, else
- *   gets a reservation at the earliest time it fits, if that is within bf_window, so no job tested
- *   later can delay it. Times in the profile are whole multiples of bf_resolution (a running
- *   job's end is rounded up; a reservation spans start .. start + limit, rounded up).
+ *   seconds a backfill cycle tests queued jobs in order, at most bf_max_job_test of them: each
+ *   starts now if it fits now for its whole time limit without touching a reservation, else gets a
+ *   reservation at the earliest time it fits, if that is within bf_window, so no job tested later
+ *   can delay it. Whole-node pools: Slurm's map of named nodes and will-run test
+ *   (backfill_map.c); per-GPU allocation: a per-node simplification (below).
  */
 #include <math.h>
 #include <string.h>
 
+#include "backfill_map.h"
 #include "engine.h"
 
 /*
@@ -144,52 +144,9 @@ static void easy_pass_per_gpu(Sim *sim, double now, int32_t head) {
     }
 }
 
-/* ---- Slurm backfill: a time profile of free nodes ------------------------------------------- */
+/* ---- Slurm backfill ------------------------------------------------------------------------ */
 
-enum { BF_INTERVAL, BF_WINDOW, BF_RESOLUTION, BF_MAX_JOB_TEST };
-
-/* Make `t` a breakpoint of the profile (splitting the segment it falls in); returns its index. */
-static int32_t profile_split(Sim *sim, double t) {
-    double *time = sim->profile_time;
-    int32_t *free = sim->profile_free;
-    int32_t k = sim->profile_len - 1;
-    while (k > 0 && time[k] > t) k--;
-    if (time[k] == t) return k;
-    memmove(time + k + 2, time + k + 1, (size_t)(sim->profile_len - k - 1) * sizeof(double));
-    memmove(free + k + 2, free + k + 1, (size_t)(sim->profile_len - k - 1) * sizeof(int32_t));
-    time[k + 1] = t;
-    free[k + 1] = free[k];
-    sim->profile_len++;
-    return k + 1;
-}
-
-/* Take `nodes` from the profile over [start, end). */
-static void profile_reserve(Sim *sim, double start, double end, int32_t nodes) {
-    int32_t first = profile_split(sim, start);
-    int32_t last = profile_split(sim, end);
-    for (int32_t k = first; k < last; k++) sim->profile_free[k] -= nodes;
-}
-
-/* Earliest profile time >= now at which `nodes` are free for `duration` (slot ends rounded to
- * `resolution`), or INFINITY if none starts before `latest`. */
-static double profile_earliest(const Sim *sim, int32_t nodes, double duration, double resolution,
-                               double latest, double *end_out) {
-    const double *time = sim->profile_time;
-    const int32_t *free = sim->profile_free;
-    int32_t len = sim->profile_len;
-    for (int32_t i = 0; i < len && time[i] < latest;) {
-        double start = time[i];
-        double end = floor((start + duration + resolution - 1) / resolution) * resolution;
-        int32_t j = i;
-        while (j < len && time[j] < end && free[j] >= nodes) j++;
-        if (j == len || time[j] >= end) {
-            *end_out = end;
-            return start;
-        }
-        i = j + 1; /* segment j is too full: no start before its end works */
-    }
-    return INFINITY;
-}
+enum { BF_INTERVAL, BF_WINDOW, BF_RESOLUTION, BF_MAX_JOB_TEST, CLOCK_EPOCH, CONTROLLER_START };
 
 static void slurm_backfill_cycle_per_gpu(Sim *sim, double now);
 
@@ -198,44 +155,9 @@ static void slurm_backfill_cycle(Sim *sim, double now) {
         slurm_backfill_cycle_per_gpu(sim, now);
         return;
     }
-    double resolution = sim->params[BF_RESOLUTION] > 0 ? sim->params[BF_RESOLUTION] : 1;
-    double latest = now + sim->params[BF_WINDOW];
-    int64_t max_test = (int64_t)sim->params[BF_MAX_JOB_TEST];
-
-    /* node_space: free nodes now, and at each running job's limit (rounded up) the nodes it frees */
-    sim->profile_len = 1;
-    sim->profile_time[0] = now;
-    sim->profile_free[0] = sim->free_nodes;
-    gp_walk_begin(sim);
-    for (int32_t job; (job = gp_walk_next(sim)) >= 0;) {
-        double end = ceil(sim->est_end[job] / resolution) * resolution;
-        /* a job that started this instant with no time to run still holds its nodes now */
-        if (end <= now) end = (floor(now / resolution) + 1) * resolution;
-        int32_t k = sim->profile_len - 1;
-        if (sim->profile_time[k] != end) {
-            k = sim->profile_len++;
-            sim->profile_time[k] = end;
-            sim->profile_free[k] = sim->profile_free[k - 1];
-        }
-        sim->profile_free[k] += sim->nodes[job];
-    }
-
-    /* Reservations matter only to later jobs of this cycle, and only by stopping them from
-     * starting now: once no node is free now, the rest of the cycle could start nothing. */
-    int64_t tested = 0;
-    for (int32_t slot = gp_queue_first(sim); slot < sim->q_count && tested < max_test && sim->free_nodes > 0;
-         slot++) {
-        int32_t nodes = sim->q_nodes[slot];
-        if (nodes == GP_GONE || gp_limit_reason(sim, sim->q_job[slot])) continue;
-        tested++;
-        double end;
-        /* a slot lasts at least a second, as Slurm's time limits are at least a minute */
-        double duration = sim->q_estimate[slot] > 1 ? sim->q_estimate[slot] : 1;
-        double start = profile_earliest(sim, nodes, duration, resolution, latest, &end);
-        if (start == INFINITY) continue; /* beyond bf_window: no reservation */
-        profile_reserve(sim, start, end, nodes);
-        if (start == now) gp_start_slot(sim, slot, now);
-    }
+    BackfillClock clock = {sim->params[CLOCK_EPOCH], sim->params[BF_RESOLUTION] > 0 ? sim->params[BF_RESOLUTION] : 1,
+                           sim->params[BF_WINDOW], (int64_t)sim->params[BF_MAX_JOB_TEST]};
+    gp_backfill_map_cycle(sim, &clock, now);
 }
 
 /*
@@ -296,29 +218,26 @@ static void slurm_backfill_cycle_per_gpu(Sim *sim, double now) {
 }
 
 /*
- * Backfill cycles fall on multiples of bf_interval. A cycle that follows no arrival, start or end
- * since the previous cycle began would decide nothing new (the profile and the queue are the same,
- * so no job can start now and reservations stay), so such cycles are skipped and the engine is only
- * woken for a cycle after something changed. Results equal running every cycle (tested against a
- * reference that does).
+ * Backfill cycles fall every bf_interval from slurmctld's start (the backfill thread's first cycle
+ * comes bf_interval after it; `controller_start_s` on the workload's clock), every one while jobs
+ * are queued: Slurm runs a cycle when something changed since the last (backfill.c:_more_work),
+ * and a cycle that tests jobs sets their expected start, which is such a change. A cycle with the
+ * same queue and running jobs can still decide differently later, as the plan is rounded to
+ * bf_resolution from the current time.
  */
 static void slurm_pass(Sim *sim, double now) {
     fifo_pass(sim, now); /* the main scheduler, at every event */
     double interval = sim->params[BF_INTERVAL];
     if (interval <= 0) return; /* bf_interval=-1: no backfill */
+    int queued = gp_queue_first(sim) < sim->q_count;
     if (now >= sim->policy_clock) {
-        double boundary = floor(now / interval) * interval;
-        int queued = gp_queue_first(sim) < sim->q_count;
-        if (now == boundary && queued && sim->changes != sim->policy_seen_changes) {
-            /* taken before the cycle: jobs it starts leave the queue, so with bf_max_job_test
-             * the next cycle may test jobs this one did not reach */
-            sim->policy_seen_changes = sim->changes;
-            slurm_backfill_cycle(sim, now);
-        }
+        double phase = sim->params[CONTROLLER_START];
+        double boundary = phase + floor((now - phase) / interval) * interval;
+        int started = boundary >= phase + interval; /* the first cycle comes bf_interval after the start */
+        if (now == boundary && started && queued) slurm_backfill_cycle(sim, now);
         sim->policy_clock = boundary + interval;
     }
-    if (gp_queue_first(sim) < sim->q_count && sim->changes != sim->policy_seen_changes)
-        gp_wake_at(sim, sim->policy_clock);
+    if (gp_queue_first(sim) < sim->q_count) gp_wake_at(sim, sim->policy_clock);
 }
 
 const PolicyEntry GP_POLICIES[] = {

@@ -5,10 +5,14 @@
  *            + PriorityWeightAge * min(age / PriorityMaxAge, 1)
  *            + PriorityWeightFairshare * fair-share factor of the job's account
  *
- * Every PriorityCalcPeriod the engine hands each account's GPU-seconds since the last time to the
- * fair-share hook (Python: decay and the fair-share formula live there), recomputes the priority of
- * every queued job and sorts the queue: priority high to low, then submit time, then job id. A job
- * that arrives in between gets its priority at once and is inserted in order, as slurmctld does.
+ * truncated to a whole number (priority_multifactor.c:_get_priority_internal). Every
+ * PriorityCalcPeriod from slurmctld's start (the decay thread's ticks) the engine hands each
+ * account's GPU-seconds since the last tick to the fair-share hook (Python: decay and the
+ * fair-share formula live there), recomputes the priority of every queued job and sorts the queue:
+ * priority high to low, then submit time, then job id. A job that arrives in between gets its
+ * priority at once, from the last tick's fair-share factors, and is inserted in order, as slurmctld
+ * does. Without AccountingStorageEnforce=limits a job that ends between ticks loses its use since
+ * the last tick (the tick skips finished jobs and nothing adds it at the end).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -27,6 +31,7 @@ int gp_priority_init(Sim *sim) {
     sim->acct_running_gpus = PyMem_RawCalloc((size_t)a, sizeof(double));
     for (int32_t k = 0; k < a && sim->fs_factor; k++) sim->fs_factor[k] = 1.0; /* no usage yet */
     sim->next_recalc = -INFINITY;
+    sim->last_recalc = -INFINITY;
     return (sim->priority && sim->fs_factor && sim->acct_usage && sim->acct_running_gpus) ? 0 : -1;
 }
 
@@ -40,8 +45,8 @@ void gp_priority_free(Sim *sim) {
 static double job_priority(const Sim *sim, int32_t job, double now) {
     double age = sim->prio_max_age > 0 ? (now - sim->submit[job]) / sim->prio_max_age : 1.0;
     if (age > 1) age = 1;
-    return sim->prio_static[job] + sim->prio_weight_age * age +
-           sim->prio_weight_fairshare * sim->fs_factor[sim->account[job]];
+    return floor(sim->prio_static[job] + sim->prio_weight_age * age +
+                 sim->prio_weight_fairshare * sim->fs_factor[sim->account[job]]);
 }
 
 /* Queue order: higher priority first, then earlier submit, then lower job id (then index). */
@@ -86,7 +91,6 @@ static int resort(Sim *sim, double now) {
         sim->q_estimate[k] = entries[k].estimate;
     }
     PyMem_RawFree(entries);
-    sim->changes++; /* a new order is news to periodic passes */
     sim->q_first = 0;
     sim->q_count = count;
     sim->q_holes = 0;
@@ -114,7 +118,12 @@ void gp_priority_insert(Sim *sim, int32_t slot) {
 }
 
 void gp_priority_started(Sim *sim, int32_t job, int sign) {
-    sim->acct_running_gpus[sim->account[job]] += sign * sim->usage_gpus[job];
+    int32_t account = sim->account[job];
+    sim->acct_running_gpus[account] += sign * sim->usage_gpus[job];
+    if (sign < 0 && sim->tick_usage_only) { /* its use since the last tick was accrued: drop it */
+        double began = sim->attempt_start ? sim->attempt_start[job] : sim->start[job];
+        sim->acct_usage[account] -= sim->usage_gpus[job] * (sim->now - fmax(began, sim->last_recalc));
+    }
 }
 
 int gp_priority_instant(Sim *sim, double now) {
@@ -137,7 +146,9 @@ int gp_priority_instant(Sim *sim, double now) {
             return -1;
         }
         double period = sim->prio_calc_period > 0 ? sim->prio_calc_period : 300;
-        sim->next_recalc = (floor(now / period) + 1) * period;
+        double phase = sim->prio_calc_phase;
+        sim->last_recalc = now;
+        sim->next_recalc = phase + (floor((now - phase) / period) + 1) * period;
     }
     return 0;
 }

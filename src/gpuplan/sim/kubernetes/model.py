@@ -59,6 +59,11 @@ WAITING, QUEUED, PLACING, RUNNING, DONE, INACTIVE = range(6)
 PodKey = tuple[int, float, int, int, int]
 
 
+# waitForPodsReady requeues of one job after which the simulation gives it up (deactivated) when
+# requeuingStrategy.backoffLimitCount is unset (Kueue's default: requeue forever)
+UNBOUNDED_REQUEUES = 1000
+
+
 class KubernetesRun:
     """One simulation; ``run()`` then ``outcome()``."""
 
@@ -403,14 +408,17 @@ class KubernetesRun:
         self.counts["timeouts"] += 1
         strategy = self.wait_ready.requeuingStrategy
         self.requeues[j] += 1
-        limit = strategy.backoffLimitCount
-        if limit is not None and self.requeues[j] > limit:
+        # Kueue requeues forever without backoffLimitCount; a job that can never get all its pods
+        # ready would then keep the simulation going forever, so it is given up after this many
+        limit = strategy.backoffLimitCount if strategy.backoffLimitCount is not None else UNBOUNDED_REQUEUES
+        if self.requeues[j] > limit:
             self._leave(j, INACTIVE)
             self.counts["deactivated"] += 1
             return
         if strategy.timestamp == "Eviction":
             self.queue_ts[j] = self.now
-        backoff = strategy.backoffBaseSeconds * 2.0 ** (int(self.requeues[j]) - 1)
+        # the exponent is capped: past 64 doublings the backoff is backoffMaxSeconds anyway
+        backoff = strategy.backoffBaseSeconds * 2.0 ** min(int(self.requeues[j]) - 1, 64)
         self._evict(j, min(backoff, strategy.backoffMaxSeconds))
 
     # -- kube-scheduler ----------------------------------------------------------------------------
