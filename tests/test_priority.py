@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gpuplan.sim.cluster import Pool
-from gpuplan.sim.fairshare import Classic, FairTree
+from gpuplan.sim.fairshare import Classic, FairTree, usage_period
 from gpuplan.sim.priority import MultifactorSettings
 from gpuplan.sim.slurm import SlurmSettings, simulate_slurm
 from test_policies import bf_settings, workloads
@@ -72,6 +72,27 @@ def test_classic_fair_share_factor_and_decay() -> None:
     assert usage(fairshare, 10.0, [50, 0, 50]) == pytest.approx([2**-2, 1.0, 2**-1])
     usage(fairshare, 110.0, [0, 0, 0])
     assert fairshare.usage.tolist() == pytest.approx([25.0, 0.0, 25.0])  # one half-life later
+
+
+def test_usage_resets_at_each_priority_usage_reset_period() -> None:
+    # PriorityUsageResetPeriod=DAILY: usage goes back to 0 when the clock enters a new day (UTC);
+    # t = 0 is 23:00, so the recalculation at 2 h (01:00) is on the next day
+    eleven_pm = 1_800_000_000.0 - 1_800_000_000.0 % 86400 + 23 * 3600
+    fairshare = Classic(
+        np.array([0, 1], dtype=np.int32),
+        np.array([1.0, 1.0]),
+        half_life_s=0,
+        reset_period="daily",
+        epoch_s=eleven_pm,
+    )
+    usage(fairshare, 0.0, [0, 0])
+    assert usage(fairshare, 1800.0, [100, 0]) == pytest.approx([2**-2, 1.0])  # a used it all
+    assert fairshare.usage.tolist() == [100.0, 0.0]
+    assert usage(fairshare, 7200.0, [0, 50]) == pytest.approx([1.0, 2**-2])  # reset at 00:00, then b
+    assert fairshare.usage.tolist() == [0.0, 50.0]
+    for period, days in (("weekly", 7), ("monthly", 31), ("yearly", 366)):
+        assert usage_period(period, 1_800_000_000.0) != usage_period(period, 1_800_000_000.0 + days * 86400)
+        assert usage_period(period, 1_800_000_000.0) == usage_period(period, 1_800_000_000.0 + 60)
 
 
 def test_fair_tree_ranks_users_account_by_account() -> None:
@@ -147,3 +168,26 @@ def test_age_alone_keeps_first_come_first_served(
     )
     run = simulate_slurm(jobs.table(), [Pool("batch", total_nodes, 1)], slurm)
     assert starts_of(run) == reference_for(run, total_nodes, backfill)[0]
+
+
+def test_the_usage_reset_period_reaches_the_simulation() -> None:
+    # One node; t = 0 is 23:00 UTC. a's job runs 0-3000 (past midnight); a2 (t=3100) and b1 (t=3200)
+    # then wait behind b0 (3000-3700). At the recalculation at 3600 a has used the node and b not much:
+    # b1 goes first; with PriorityUsageResetPeriod=DAILY the usage was reset at midnight (3600 s) and
+    # the factors tie again, so a2, submitted first, goes first.
+    jobs = (
+        workload()
+        .job(submit=0, run=3000, team="a")
+        .job(submit=2900, run=700, team="b")
+        .job(submit=3100, run=10, team="a")
+        .job(submit=3200, run=10, team="b")
+    )
+    eleven_pm = 1_800_000_000.0 - 1_800_000_000.0 % 86400 + 23 * 3600
+
+    def run(reset: str) -> list[float | None]:
+        fair = MultifactorSettings(weight_fairshare=1000, calc_period_s=600, usage_reset_period=reset)
+        settings = SlurmSettings("none", priority_type="multifactor", multifactor=fair)
+        return starts_of(simulate_slurm(jobs.table(), [Pool("batch", 1, 1)], settings, epoch_s=eleven_pm))
+
+    assert run("none")[2:] == [3710.0, 3700.0]
+    assert run("daily")[2:] == [3700.0, 3710.0]

@@ -19,7 +19,7 @@ from gpuplan.sim.slurm import SlurmSettings, simulate_slurm
 from builders import Workload, reference_for, starts_of, workload
 
 
-def nodes_of(jobs: Workload, total_nodes: int, backfill: str = "none", **bf: float) -> dict[int, str]:
+def nodes_of(jobs: Workload, total_nodes: int, backfill: str = "slurm", **bf: float) -> dict[int, str]:
     run = jobs.simulate(total_nodes, backfill, **bf)
     return dict(zip(run.jobs.job_id.tolist(), run.node_lists().to_pylist(), strict=True))
 
@@ -33,13 +33,16 @@ def one_node_jobs(ends: list[int]) -> Workload:
 
 
 def test_best_fit_takes_the_smallest_run_of_consecutive_free_nodes() -> None:
-    # job_test.c:_eval_nodes. Free nodes 0, 1, 5, 7 (the others busy until 100): a 3-node job takes
-    # the largest run (0-1) whole, then the first smallest run that holds the rest (5).
+    # job_test.c:_eval_nodes, in the main scheduler of the `slurm` mode (`none` and `easy` keep the
+    # literature's lowest-numbered free nodes: their decisions only count nodes). Free nodes 0, 1,
+    # 5, 7 (the others busy until 100): a 3-node job takes the largest run (0-1) whole, then the
+    # first smallest run that holds the rest (5).
     jobs = one_node_jobs([10, 10, 100, 100, 100, 10, 100, 10]).job(submit=20, run=5, nodes=3)
     assert nodes_of(jobs, 8)[9] == "node[0-1,5]"
     # Free 0, 1, 2, 4: a 1-node job takes node 4, the smallest run it fits, not the lowest node.
     jobs = one_node_jobs([10, 10, 10, 100, 10, 100]).job(submit=20, run=5, nodes=1)
     assert nodes_of(jobs, 6)[7] == "node4"
+    assert nodes_of(jobs, 6, "none")[7] == "node0"
 
 
 def grouped_release() -> Workload:

@@ -65,6 +65,7 @@ def slurm_settings(spec: ScenarioSlurm) -> SlurmSettings:
             max_age_s=spec.priority_max_age,
             decay_half_life_s=spec.priority_decay_half_life,
             calc_period_s=spec.priority_calc_period,
+            usage_reset_period=spec.priority_usage_reset_period,
             fairshare=spec.fairshare,
             weight_qos=spec.priority_weight_qos,
             weight_partition=spec.priority_weight_partition,

@@ -389,6 +389,9 @@ class SlurmSettings(Section):
     priority_max_age: Duration = Field(7 * 86400.0, description="PriorityMaxAge")
     priority_decay_half_life: Duration = Field(7 * 86400.0, description="PriorityDecayHalfLife")
     priority_calc_period: Duration = Field(300.0, gt=0, description="PriorityCalcPeriod")
+    priority_usage_reset_period: Literal["none", "daily", "weekly", "monthly", "quarterly", "yearly"] = Field(
+        "none", description="PriorityUsageResetPeriod: fair-share usage back to 0 at each new period (UTC)"
+    )
     fairshare: Literal["fair_tree", "classic"] = Field(
         "fair_tree", description="Fair Tree (Slurm's default) or classic (PriorityFlags=NO_FAIR_TREE)"
     )

@@ -24,23 +24,54 @@ GPU-seconds since the previous call and takes a factor in [0, 1] for each.
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import numpy as np
 import numpy.typing as npt
 
 Float64 = npt.NDArray[np.float64]
 
 
+# PriorityUsageResetPeriod: the usage of every association goes back to 0 when the clock crosses
+# into a new period (UTC here; slurmctld uses its local time). WEEKLY resets on Sundays at 00:00.
+RESET_PERIODS = ("none", "daily", "weekly", "monthly", "quarterly", "yearly")
+_SUNDAY_S = 3 * 86400.0  # the Unix epoch (a Thursday) to its first Sunday
+
+
+def usage_period(period: str, unix_s: float) -> int:
+    """Which PriorityUsageResetPeriod period the Unix time falls in (0 for "none")."""
+    if period == "daily":
+        return int(unix_s // 86400)
+    if period == "weekly":
+        return int((unix_s - _SUNDAY_S) // (7 * 86400))
+    when = datetime.fromtimestamp(unix_s, tz=UTC)
+    if period == "monthly":
+        return when.year * 12 + when.month - 1
+    if period == "quarterly":
+        return when.year * 4 + (when.month - 1) // 3
+    if period == "yearly":
+        return when.year
+    return 0
+
+
 class FairShare:
     """Decayed usage per user association, and the hook the engine calls."""
 
     def __init__(
-        self, account_of_user: npt.NDArray[np.int32], account_shares: Float64, half_life_s: float
+        self,
+        account_of_user: npt.NDArray[np.int32],
+        account_shares: Float64,
+        half_life_s: float,
+        reset_period: str = "none",
+        epoch_s: float = 0.0,
     ) -> None:
         if (account_shares <= 0).any():
             raise ValueError("fair-share shares must be > 0")
         self.account_of_user = np.asarray(account_of_user, dtype=np.int64)
         self.account_shares = np.asarray(account_shares, dtype=np.float64)
         self.half_life_s = half_life_s
+        self.reset_period = reset_period  # PriorityUsageResetPeriod
+        self.epoch_s = epoch_s  # Unix time of t = 0, for the reset periods
         self.usage = np.zeros(len(account_of_user))
         self.last_s: float | None = None
 
@@ -51,6 +82,10 @@ class FairShare:
     def __call__(self, now: float, accrued: bytes) -> bytes:
         if self.last_s is not None and self.half_life_s > 0:
             self.usage *= 2.0 ** (-(now - self.last_s) / self.half_life_s)
+        if self.last_s is not None and self.reset_period != "none":
+            before, after = (usage_period(self.reset_period, self.epoch_s + t) for t in (self.last_s, now))
+            if after != before:
+                self.usage[:] = 0.0
         self.last_s = now
         self.usage += np.frombuffer(accrued, dtype=np.float64)
         return bytes(np.ascontiguousarray(self.factors(), dtype=np.float64).data)

@@ -38,6 +38,8 @@ class MultifactorSettings:
     calc_period_s: float = 300.0  # PriorityCalcPeriod (5 minutes)
     fairshare: str = "fair_tree"  # fair_tree | classic (PriorityFlags=NO_FAIR_TREE)
     calc_phase_s: float = 0.0  # recalculations every calc_period_s from here (slurmctld's start)
+    usage_reset_period: str = "none"  # PriorityUsageResetPeriod: none | daily | weekly | monthly | ...
+    epoch_s: float = 0.0  # Unix time of t = 0, for the reset periods
     # AccountingStorageEnforce without "limits": a job's use after the last recalculation is lost
     tick_usage_only: bool = False
 
@@ -100,7 +102,11 @@ def multifactor(
     )
     account_shares = np.array([(shares or {}).get(team, 1.0) for team in teams.labels] or [1.0])
     fairshare = ALGORITHMS[settings.fairshare](
-        pairs[0].astype(np.int32), account_shares, settings.decay_half_life_s
+        pairs[0].astype(np.int32),
+        account_shares,
+        settings.decay_half_life_s,
+        settings.usage_reset_period,
+        settings.epoch_s,
     )
     return PriorityInputs(static, association.reshape(-1).astype(np.int32), usage_gpus, settings, fairshare)
 

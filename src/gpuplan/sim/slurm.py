@@ -178,6 +178,7 @@ def simulate_slurm(
     schedule_pass = BACKFILL.get(settings.backfill)
     mf = replace(
         settings.multifactor,
+        epoch_s=epoch_s or 0.0,
         calc_phase_s=settings.controller_start_s,
         tick_usage_only="limits" not in settings.accounting_storage_enforce,
     )
@@ -288,7 +289,7 @@ def simulate_slurm(
             ),
             lend,
             None if settings.topology is None else settings.topology.for_engine(),
-            best_fit=True,
+            best_fit=settings.backfill == "slurm",
         )
         if settings.topology is not None:
             blocks[members] = blocks_spanned(schedule, settings.topology.nodes_per_block)

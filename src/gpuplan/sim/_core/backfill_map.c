@@ -295,17 +295,24 @@ static double will_run(Sim *sim, const BackfillClock *clock, const uint64_t *can
  * any of the next jobs the cycle would test (up to `budget` of them) start? If none can, the rest
  * of the cycle only makes reservations, which can only take more nodes: it decides nothing more.
  */
+static int double_descending(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x < y) - (x > y);
+}
+
 static int any_could_start(Sim *sim, int32_t slot, int64_t budget, double now, const double *clear_until,
                            int32_t n_free) {
+    /* sorted latest first, the need-th value says whether `need` nodes are clear long enough */
+    double *latest = sim->map_clear + sim->total_nodes;
+    memcpy(latest, clear_until, (size_t)n_free * sizeof(double));
+    qsort(latest, (size_t)n_free, sizeof(double), double_descending);
     for (; slot < sim->q_count && budget > 0; slot++) {
         int32_t need = sim->q_nodes[slot];
         if (need == GP_GONE || gp_limit_reason(sim, sim->q_job[slot])) continue; /* not tested */
         budget--;
         if (need > n_free) continue;
-        double until = now + sim->q_estimate[slot];
-        int32_t clear = 0;
-        for (int32_t k = 0; k < n_free && clear < need; k++) clear += clear_until[k] > until;
-        if (clear >= need) return 1;
+        /* clear_until[need - 1] is the need-th latest: the job fits if it is past its window */
+        if (latest[need - 1] > now + sim->q_estimate[slot]) return 1;
     }
     return 0;
 }
@@ -354,7 +361,7 @@ void gp_backfill_map_cycle(Sim *sim, const BackfillClock *clock, double now) {
         /* 4 scratch bitmaps, the memo's candidates, 2 for the window; the memo's node lists after run_order */
         sim->bits_scratch = PyMem_RawCalloc((size_t)(6 + MEMO_SLOTS) * W, sizeof(uint64_t));
         sim->run_order = PyMem_RawCalloc((size_t)(MEMO_SLOTS + 2) * sim->total_nodes + 1, sizeof(int32_t));
-        sim->map_clear = PyMem_RawCalloc((size_t)sim->total_nodes, sizeof(double));
+        sim->map_clear = PyMem_RawCalloc(2 * (size_t)sim->total_nodes, sizeof(double));
         if (!sim->bits_scratch || !sim->run_order || !sim->map_clear) {
             sim->out_of_memory = 1;
             return;

@@ -437,12 +437,11 @@ static int32_t bit_runs(const uint64_t *bits, int32_t n_words, int32_t *run_star
  */
 static int32_t best_fit_nodes(Sim *sim, const uint64_t *candidates, int32_t count) {
     int32_t runs = bit_runs(candidates, sim->n_words, sim->run_start, sim->run_len);
-    int32_t found = 0;
+    int32_t found = 0, taken = 0; /* runs taken are moved to the front, as (start, nodes taken) */
     while (found < count) {
         int32_t want = count - found, best = -1;
-        for (int32_t r = 0; r < runs; r++) {
+        for (int32_t r = taken; r < runs; r++) {
             int32_t len = sim->run_len[r];
-            if (len == 0) continue;
             if (best < 0) {
                 best = r;
                 continue;
@@ -453,12 +452,27 @@ static int32_t best_fit_nodes(Sim *sim, const uint64_t *candidates, int32_t coun
                 best = r;
         }
         if (best < 0) break;
-        int32_t take = sim->run_len[best] < want ? sim->run_len[best] : want;
-        for (int32_t k = 0; k < take; k++) sim->node_scratch[found++] = sim->run_start[best] + k;
-        sim->run_len[best] = 0;
+        int32_t start = sim->run_start[best], take = sim->run_len[best] < want ? sim->run_len[best] : want;
+        /* keep the untaken runs in order from `taken` on: shift them right by one over `best` */
+        for (int32_t r = best; r > taken; r--) {
+            sim->run_start[r] = sim->run_start[r - 1];
+            sim->run_len[r] = sim->run_len[r - 1];
+        }
+        /* the taken runs stay ordered by start (a few runs: insertion) */
+        int32_t at = taken++;
+        while (at > 0 && sim->run_start[at - 1] > start) {
+            sim->run_start[at] = sim->run_start[at - 1];
+            sim->run_len[at] = sim->run_len[at - 1];
+            at--;
+        }
+        sim->run_start[at] = start;
+        sim->run_len[at] = take;
+        found += take;
     }
     if (found < count) return found;
-    qsort(sim->node_scratch, (size_t)found, sizeof(int32_t), int_cmp);
+    found = 0;
+    for (int32_t r = 0; r < taken; r++)
+        for (int32_t k = 0; k < sim->run_len[r]; k++) sim->node_scratch[found++] = sim->run_start[r] + k;
     return found;
 }
 

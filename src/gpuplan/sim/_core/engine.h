@@ -134,7 +134,7 @@ struct Sim {
     int32_t map_len, map_cap;
     uint64_t *bits_scratch; /* 4 x n_words */
     int32_t *run_order; /* the running jobs by planned end, then scratch (backfill_map.c) */
-    double *map_clear;  /* per free node: until when no reservation of this cycle holds it */
+    double *map_clear;  /* per free node: until when no reservation of this cycle holds it; scratch */
     int32_t *run_start, *run_len; /* runs of consecutive candidate nodes (best fit) */
 
     /* Node choice for whole-node jobs: 0, the lowest-numbered free nodes; 1, Slurm's best fit over
