@@ -156,3 +156,20 @@ def test_the_engine_follows_the_reference_on_wide_clusters(
     for t in np.unique(run.start_s[started]):
         running = started & (run.start_s <= t) & (run.end_s > t)
         assert run.jobs.nodes[running].sum() <= total_nodes
+
+
+def test_bf_max_job_user_tests_few_jobs_of_one_user() -> None:
+    # A holds 3 of 4 nodes until 100; u1's B1 (4 nodes) is blocked and reserves; u1's B2 and u2's C
+    # (1 node, 20 s) could each backfill on the free node. Without a limit B2, ahead of C, takes it
+    # at the first cycle (10); with bf_max_job_user=1 the cycle tests only B1 of u1, so C goes.
+    jobs = (
+        workload()
+        .job(submit=0, run=100, nodes=3, limit=100, user="u0")
+        .job(submit=1, run=10, nodes=4, limit=50, user="u1")
+        .job(submit=2, run=20, nodes=1, limit=20, user="u1")
+        .job(submit=3, run=20, nodes=1, limit=20, user="u2")
+    )
+    unlimited = starts_of(jobs.simulate(4, "slurm", bf_interval=10, bf_resolution=1))
+    limited = starts_of(jobs.simulate(4, "slurm", bf_interval=10, bf_resolution=1, bf_max_job_user=1))
+    assert unlimited[2:] == [10.0, 30.0]
+    assert limited[2:] == [110.0, 10.0]

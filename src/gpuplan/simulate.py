@@ -57,6 +57,7 @@ def slurm_settings(spec: ScenarioSlurm) -> SlurmSettings:
         bf_window=spec.bf_window,
         bf_resolution=spec.bf_resolution,
         bf_max_job_test=spec.bf_max_job_test,
+        bf_max_job_user=spec.bf_max_job_user,
         priority_type=spec.priority_type,
         multifactor=MultifactorSettings(
             weight_age=spec.priority_weight_age,

@@ -380,6 +380,9 @@ class SlurmSettings(Section):
     bf_window: int = Field(1440, ge=1, le=43200, description="minutes into the future a job may reserve")
     bf_resolution: int = Field(60, ge=1, le=3600, description="seconds: granularity of the time profile")
     bf_max_job_test: int = Field(500, ge=1, le=1_000_000, description="jobs tested per backfill cycle")
+    bf_max_job_user: int = Field(
+        0, ge=0, le=1_000_000, description="jobs of one user tested per backfill cycle (0: no limit)"
+    )
     priority_type: Literal["basic", "multifactor"] = Field(
         "basic", description="PriorityType: priority/basic (first come, first served) or priority/multifactor"
     )

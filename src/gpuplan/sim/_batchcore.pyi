@@ -31,6 +31,7 @@ def simulate(
     drains: tuple[Buffer, Buffer, float] | None = None,
     topology: tuple[int, bool] | None = None,
     best_fit: bool = False,
+    users: Buffer | None = None,
     /,
 ) -> tuple[int, bytes]: ...
 def hostlists(

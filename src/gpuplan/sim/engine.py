@@ -139,6 +139,7 @@ def run_batch(
     lending: Lending | None = None,
     topology: tuple[int, bool] | None = None,
     best_fit: bool = False,
+    users: Int32 | None = None,
 ) -> BatchSchedule:
     """Simulate ``jobs`` on ``pool`` with the compiled pass ``schedule_pass`` ("fifo", "easy",
     "slurm") and its settings ``params`` (in the order the pass documents them). The queue is in
@@ -150,7 +151,8 @@ def run_batch(
     back over time (it needs ``preemption`` inputs, for the state of requeued jobs). ``topology``
     is (nodes per block, whether a job must fit one block) for multi-node placement. ``best_fit``
     places whole-node jobs as Slurm does, on the best-fitting run of consecutive free nodes, not
-    the lowest-numbered free nodes.
+    the lowest-numbered free nodes. ``users`` (per job, an index) lets the backfill cycle test at
+    most ``bf_max_job_user`` jobs of one user.
 
     A job that asks more nodes, or more GPUs per node, than the pool has can never run: it is
     rejected at arrival (``rejected``) and never queued, as are the jobs ``refused`` at submit."""
@@ -216,6 +218,7 @@ def run_batch(
             None if lending is None else lending.for_engine(),
             topology,
             best_fit,
+            None if users is None else np.ascontiguousarray(users[admitted], dtype=np.int32),
         )
     if preemption is None:
         end = start + run_s

@@ -46,6 +46,7 @@ BACKFILL.register(
             "bf_max_job_test",
             "clock_epoch_s",
             "controller_start_s",
+            "bf_max_job_user",
         ),
     ),
 )

@@ -59,6 +59,7 @@ class SlurmSettings:
     bf_window: int = 1440  # minutes ahead a job may be reserved
     bf_resolution: int = 60  # seconds: granularity of the time profile
     bf_max_job_test: int = 500  # jobs tested per backfill cycle
+    bf_max_job_user: int = 0  # jobs of one user tested per backfill cycle (0: no limit)
     priority_type: str = "basic"  # PriorityType: priority/basic (FCFS) | priority/multifactor
     multifactor: MultifactorSettings = field(default_factory=MultifactorSettings)
     qos: tuple[Qos, ...] = ()  # besides "normal"
@@ -82,6 +83,7 @@ class SlurmSettings:
             "bf_window_s": 60.0 * self.bf_window,
             "bf_resolution_s": float(self.bf_resolution),
             "bf_max_job_test": float(self.bf_max_job_test),
+            "bf_max_job_user": float(self.bf_max_job_user),
             "clock_epoch_s": epoch_s,
             "controller_start_s": self.controller_start_s,
         }
@@ -98,6 +100,7 @@ class SlurmSettings:
                 "bf_window": self.bf_window,
                 "bf_resolution": self.bf_resolution,
                 "bf_max_job_test": self.bf_max_job_test,
+                "bf_max_job_user": self.bf_max_job_user,
             }
         if self.controller_start_s:
             echoed["controller_start_s"] = self.controller_start_s
@@ -290,6 +293,7 @@ def simulate_slurm(
             lend,
             None if settings.topology is None else settings.topology.for_engine(),
             best_fit=settings.backfill == "slurm",
+            users=jobs.user.codes[members] if settings.bf_max_job_user else None,
         )
         if settings.topology is not None:
             blocks[members] = blocks_spanned(schedule, settings.topology.nodes_per_block)

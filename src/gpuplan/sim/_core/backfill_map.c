@@ -384,7 +384,7 @@ void gp_backfill_map_cycle(Sim *sim, const BackfillClock *clock, double now) {
     for (int32_t job; (job = gp_walk_next(sim)) >= 0;) sim->run_order[n_running++] = job;
 
     sim->map_len = 0;
-    if (map_reserve(sim, 1) < 0) return;
+    if (map_reserve(sim, 1) < 0 || gp_user_tests_reset(sim) < 0) return;
     sim->map_len = 1;
     sim->map_begin[0] = floor_res(clock, now);
     sim->map_end[0] = floor_res(clock, now + clock->window_s);
@@ -405,6 +405,7 @@ void gp_backfill_map_cycle(Sim *sim, const BackfillClock *clock, double now) {
         int32_t need = sim->q_nodes[slot];
         if (need == GP_GONE || gp_limit_reason(sim, sim->q_job[slot])) continue;
         tested++;
+        if (!gp_user_may_test(sim, sim->q_job[slot], clock->max_job_user)) continue;
         if (recheck) {
             if (!any_could_start(sim, slot, clock->max_job_test - tested + 1, now, clear_until, n_free)) break;
             recheck = 0;

@@ -9,6 +9,7 @@ typedef struct {
     double resolution_s; /* bf_resolution */
     double window_s;     /* bf_window */
     int64_t max_job_test; /* bf_max_job_test */
+    int64_t max_job_user; /* bf_max_job_user (0: no limit) */
 } BackfillClock;
 
 /* One backfill cycle at `now` on a pool of whole-node jobs: starts the jobs it can. */

@@ -88,6 +88,7 @@ void gp_sim_free(Sim *sim) {
     PyMem_RawFree(sim->bits_scratch);
     PyMem_RawFree(sim->run_order);
     PyMem_RawFree(sim->map_clear);
+    PyMem_RawFree(sim->user_tested);
     PyMem_RawFree(sim->node_win_next);
     PyMem_RawFree(sim->node_off);
     PyMem_RawFree(sim->block_count);
@@ -548,6 +549,14 @@ static void release_nodes(Sim *sim, int32_t job) {
 }
 
 /* ---- overlay ---------------------------------------------------------------------------- */
+
+int gp_user_tests_reset(Sim *sim) {
+    if (!sim->job_user) return 0;
+    if (!sim->user_tested) sim->user_tested = xcalloc(sim, (size_t)sim->n_users, sizeof(int32_t));
+    if (!sim->user_tested) return -1;
+    memset(sim->user_tested, 0, (size_t)sim->n_users * sizeof(int32_t));
+    return 0;
+}
 
 void gp_overlay_begin(Sim *sim) {
     if (++sim->ov_epoch == 0) { /* wrapped: clear the stamps once every 2**32 plans */

@@ -140,6 +140,10 @@ struct Sim {
     /* Node choice for whole-node jobs: 0, the lowest-numbered free nodes; 1, Slurm's best fit over
      * runs of consecutive free nodes (select/cons_tres and select/linear, job_test.c:_eval_nodes). */
     int best_fit;
+    /* per job: its user (bf_max_job_user), or NULL; and jobs of each user tested in this cycle */
+    const int32_t *job_user;
+    int32_t n_users;
+    int32_t *user_tested;
 
     /* Priority order of the queue (Slurm PriorityType=priority/multifactor), kept by priority.c;
      * off (FCFS: submit time, then job id) when prio_static is NULL. */
@@ -330,6 +334,18 @@ static inline int gp_limit_reason(const Sim *sim, int32_t job) {
         reason = GP_QOS_GRP_GPUS;
     if (reason) sim->held_reason[job] = (int8_t)reason; /* the last limit that held it, for jobs.parquet */
     return reason;
+}
+
+/* bf_max_job_user (backfill.c:_job_exceeds_max_bf_param): at most `per_user` jobs of one user are
+ * tested in a backfill cycle (0: no limit); the ones beyond still count against bf_max_job_test.
+ * gp_user_tests_reset at the start of a cycle; gp_user_may_test counts the job when it may. */
+int gp_user_tests_reset(Sim *sim);
+static inline int gp_user_may_test(Sim *sim, int32_t job, int64_t per_user) {
+    if (per_user <= 0 || !sim->job_user) return 1;
+    int32_t *tested = sim->user_tested + sim->job_user[job];
+    if (*tested >= per_user) return 0;
+    (*tested)++;
+    return 1;
 }
 
 /* Ask for a pass at time `t` (> now) even if no job arrives or ends then. */

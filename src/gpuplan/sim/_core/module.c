@@ -84,6 +84,8 @@ static PyObject *simulate(PyObject *self, PyObject *args) {
     PyObject *priority = Py_None, *limits = Py_None, *preempt = Py_None;
     PyObject *reservations = Py_None, *drains = Py_None, *topology = Py_None;
     int best_fit = 0;
+    PyObject *users = Py_None;
+    Py_buffer user_buf = {0};
     Py_buffer res[7] = {{0}}, drain_buf[2] = {{0}};
     Py_buffer lim[6] = {{0}};
     Py_buffer pre[11] = {{0}};
@@ -96,10 +98,10 @@ static PyObject *simulate(PyObject *self, PyObject *args) {
                  {.name = "start"},       {.name = "range_first"},  {.name = "range_count"},
                  {.name = "tl_time"},     {.name = "tl_busy_gpus"}, {.name = "tl_queued"},
                  {.name = "gpus_per_node"}};
-    if (!PyArg_ParseTuple(args, "siiy*y*y*y*y*y*y*w*w*w*w*w*w*y*|OOOOOOp", &policy_name, &total_nodes, &node_gpus,
+    if (!PyArg_ParseTuple(args, "siiy*y*y*y*y*y*y*w*w*w*w*w*w*y*|OOOOOOpO", &policy_name, &total_nodes, &node_gpus,
                           &params, &a[0].view, &a[1].view, &a[2].view, &a[3].view, &a[4].view, &a[5].view,
                           &a[6].view, &a[7].view, &a[8].view, &a[9].view, &a[10].view, &a[11].view, &a[12].view,
-                          &priority, &limits, &preempt, &reservations, &drains, &topology, &best_fit))
+                          &priority, &limits, &preempt, &reservations, &drains, &topology, &best_fit, &users))
         return NULL;
     PyObject *result = NULL;
     Sim sim;
@@ -141,6 +143,24 @@ static PyObject *simulate(PyObject *self, PyObject *args) {
     sim.range_count = a[8].view.buf;
     sim.gpn = a[12].view.buf;
     sim.best_fit = best_fit;
+    if (users != Py_None) { /* per job: its user's index, for bf_max_job_user */
+        if (PyObject_GetBuffer(users, &user_buf, PyBUF_C_CONTIGUOUS) < 0) goto done;
+        if (user_buf.len != n * 4) {
+            PyErr_SetString(PyExc_ValueError, "users: one int32 per job");
+            goto done;
+        }
+        const int32_t *user = user_buf.buf;
+        int32_t n_users = 0;
+        for (Py_ssize_t j = 0; j < n; j++) {
+            if (user[j] < 0) {
+                PyErr_Format(PyExc_ValueError, "users: job index %zd has a negative user", j);
+                goto done;
+            }
+            if (user[j] >= n_users) n_users = user[j] + 1;
+        }
+        sim.job_user = user;
+        sim.n_users = n_users;
+    }
     sim.whole_nodes = 1;
     for (Py_ssize_t j = 0; j < n; j++) {
         if (sim.gpn[j] < 1 || sim.gpn[j] > node_gpus) {
@@ -375,6 +395,7 @@ done:
         if (lim[k].obj) PyBuffer_Release(&lim[k]);
     if (prio_account.obj) PyBuffer_Release(&prio_account);
     if (prio_usage.obj) PyBuffer_Release(&prio_usage);
+    if (user_buf.obj) PyBuffer_Release(&user_buf);
     for (int k = 0; k < 7; k++)
         if (res[k].obj) PyBuffer_Release(&res[k]);
     for (int k = 0; k < 2; k++)

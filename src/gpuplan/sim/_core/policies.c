@@ -146,7 +146,7 @@ static void easy_pass_per_gpu(Sim *sim, double now, int32_t head) {
 
 /* ---- Slurm backfill ------------------------------------------------------------------------ */
 
-enum { BF_INTERVAL, BF_WINDOW, BF_RESOLUTION, BF_MAX_JOB_TEST, CLOCK_EPOCH, CONTROLLER_START };
+enum { BF_INTERVAL, BF_WINDOW, BF_RESOLUTION, BF_MAX_JOB_TEST, CLOCK_EPOCH, CONTROLLER_START, BF_MAX_JOB_USER };
 
 static void slurm_backfill_cycle_per_gpu(Sim *sim, double now);
 
@@ -156,7 +156,8 @@ static void slurm_backfill_cycle(Sim *sim, double now) {
         return;
     }
     BackfillClock clock = {sim->params[CLOCK_EPOCH], sim->params[BF_RESOLUTION] > 0 ? sim->params[BF_RESOLUTION] : 1,
-                           sim->params[BF_WINDOW], (int64_t)sim->params[BF_MAX_JOB_TEST]};
+                           sim->params[BF_WINDOW], (int64_t)sim->params[BF_MAX_JOB_TEST],
+                           (int64_t)sim->params[BF_MAX_JOB_USER]};
     gp_backfill_map_cycle(sim, &clock, now);
 }
 
@@ -179,12 +180,14 @@ static void slurm_backfill_cycle_per_gpu(Sim *sim, double now) {
         memset(sim->reserved_stamp, 0, (size_t)sim->total_nodes * sizeof(uint32_t));
         sim->reserved_epoch = 1;
     }
-    int64_t tested = 0;
+    int64_t tested = 0, per_user = (int64_t)sim->params[BF_MAX_JOB_USER];
+    if (gp_user_tests_reset(sim) < 0) return;
     for (int32_t slot = gp_queue_first(sim); slot < sim->q_count && tested < max_test && sim->count_ge[1] > 0;
          slot++) {
         int32_t nodes = sim->q_nodes[slot];
         if (nodes == GP_GONE || gp_limit_reason(sim, sim->q_job[slot])) continue;
         tested++;
+        if (!gp_user_may_test(sim, sim->q_job[slot], per_user)) continue;
         int32_t job = sim->q_job[slot], gpus = sim->gpn[job];
         double duration = sim->q_estimate[slot] > 1 ? sim->q_estimate[slot] : 1;
         double end = ceil((now + duration) / resolution) * resolution;
