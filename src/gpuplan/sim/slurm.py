@@ -107,7 +107,10 @@ class SlurmSettings:
         if self.priority_type == "multifactor":
             echoed["accounting_storage_enforce"] = list(self.accounting_storage_enforce)
         if self.priority_type == "multifactor":
-            echoed |= {"priority_type": "multifactor", **asdict(self.multifactor)}
+            # the engine's own copies of controller_start_s, accounting_storage_enforce and the epoch
+            derived = ("calc_phase_s", "tick_usage_only", "epoch_s")
+            factors = {k: v for k, v in asdict(self.multifactor).items() if k not in derived}
+            echoed |= {"priority_type": "multifactor", **factors}
         if self.qos:
             echoed["qos"] = [asdict(qos) for qos in self.qos]
         if self.partitions:
