@@ -72,18 +72,20 @@ static int map_reserve(Sim *sim, int32_t extra) {
 
 static inline uint64_t *rec_bits(const Sim *sim, int32_t k) { return sim->map_bits + (size_t)k * sim->n_words; }
 
-/* The first record that ends after t (records tile time in order). */
-static int32_t first_ending_after(const Sim *sim, double t) {
-    int32_t first = 0;
-    for (int32_t hi = sim->map_len; first < hi;) {
-        int32_t mid = (first + hi) / 2;
-        if (sim->map_end[mid] <= t)
-            first = mid + 1;
+/* The first of times[from .. len) after t (times ascending), or len. */
+static int32_t first_after(const double *times, int32_t from, int32_t len, double t) {
+    while (from < len) {
+        int32_t mid = from + (len - from) / 2;
+        if (times[mid] <= t)
+            from = mid + 1;
         else
-            hi = mid;
+            len = mid;
     }
-    return first;
+    return from;
 }
+
+/* The first record that ends after t (records tile time in order). */
+static int32_t first_ending_after(const Sim *sim, double t) { return first_after(sim->map_end, 0, sim->map_len, t); }
 
 /* Insert a copy of record k after it, spanning [from, its end); record k then ends at `from`. */
 static void split_after(Sim *sim, int32_t k, double from) {
@@ -416,14 +418,9 @@ void gp_backfill_map_cycle(Sim *sim, const BackfillClock *clock, double now) {
         for (int tries = 0; tries < MAX_TRIES && !sim->out_of_memory; tries++) {
             /* `later`: the first map boundary after which a node of the window so far frees up,
              * looking no further than the first record that begins after start_at + limit */
-            int32_t first = first_ending_after(sim, start_at), beyond = first;
-            for (int32_t hi = sim->map_len; beyond < hi;) { /* the first record beginning after the window */
-                int32_t mid = (beyond + hi) / 2;
-                if (sim->map_begin[mid] <= start_at + limit)
-                    beyond = mid + 1;
-                else
-                    hi = mid;
-            }
+            int32_t first = first_ending_after(sim, start_at);
+            /* the first record beginning after the window */
+            int32_t beyond = first_after(sim->map_begin, first, sim->map_len, start_at + limit);
             double later = NAN;
             memcpy(prefix, all, (size_t)W * sizeof(uint64_t));
             for (int32_t k = first; k <= beyond && k + 1 < sim->map_len && isnan(later); k++) {

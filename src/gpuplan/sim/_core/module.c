@@ -49,6 +49,17 @@ static int call_fairshare_hook(Sim *sim, double now) {
     return ok ? 0 : -1;
 }
 
+/* Is each of `count` values an index in [0, bound)? Else a ValueError from `message` (a format
+ * taking the position). */
+static int check_indices(const int32_t *values, Py_ssize_t count, Py_ssize_t bound, const char *message) {
+    for (Py_ssize_t k = 0; k < count; k++)
+        if (values[k] < 0 || values[k] >= bound) {
+            PyErr_Format(PyExc_ValueError, message, k);
+            return -1;
+        }
+    return 0;
+}
+
 static int check_jobs(Sim *sim) {
     for (int32_t j = 0; j < sim->n_jobs; j++) {
         if (!(sim->run[j] >= 0) || !(sim->estimate[j] >= 0) || !isfinite(sim->submit[j]) ||
@@ -150,14 +161,10 @@ static PyObject *simulate(PyObject *self, PyObject *args) {
             goto done;
         }
         const int32_t *user = user_buf.buf;
+        if (check_indices(user, n, INT32_MAX, "users: job index %zd has a negative user") < 0) goto done;
         int32_t n_users = 0;
-        for (Py_ssize_t j = 0; j < n; j++) {
-            if (user[j] < 0) {
-                PyErr_Format(PyExc_ValueError, "users: job index %zd has a negative user", j);
-                goto done;
-            }
+        for (Py_ssize_t j = 0; j < n; j++)
             if (user[j] >= n_users) n_users = user[j] + 1;
-        }
         sim.job_user = user;
         sim.n_users = n_users;
     }
@@ -187,11 +194,7 @@ static PyObject *simulate(PyObject *self, PyObject *args) {
             goto done;
         }
         const int32_t *account = prio_account.buf;
-        for (Py_ssize_t j = 0; j < n; j++)
-            if (account[j] < 0 || account[j] >= n_accounts) {
-                PyErr_Format(PyExc_ValueError, "priority: job index %zd has no account", j);
-                goto done;
-            }
+        if (check_indices(account, n, n_accounts, "priority: job index %zd has no account") < 0) goto done;
         sim.prio_static = prio_static.buf;
         sim.account = account;
         sim.usage_gpus = prio_usage.buf;
@@ -218,16 +221,9 @@ static PyObject *simulate(PyObject *self, PyObject *args) {
             goto done;
         }
         const int32_t *group = lim[0].buf, *group_qos = lim[1].buf;
-        for (Py_ssize_t j = 0; j < n; j++)
-            if (group[j] < 0 || group[j] >= groups) {
-                PyErr_Format(PyExc_ValueError, "limits: job index %zd has no group", j);
-                goto done;
-            }
-        for (Py_ssize_t g = 0; g < groups; g++)
-            if (group_qos[g] < 0 || group_qos[g] >= qos) {
-                PyErr_Format(PyExc_ValueError, "limits: group %zd has no QoS", g);
-                goto done;
-            }
+        if (check_indices(group, n, groups, "limits: job index %zd has no group") < 0 ||
+            check_indices(group_qos, groups, qos, "limits: group %zd has no QoS") < 0)
+            goto done;
         running = PyMem_RawCalloc((size_t)(2 * groups + qos), sizeof(int64_t));
         if (!running) {
             PyErr_NoMemory();
@@ -261,11 +257,7 @@ static PyObject *simulate(PyObject *self, PyObject *args) {
             goto done;
         }
         const int32_t *cls = pre[0].buf;
-        for (Py_ssize_t j = 0; j < n; j++)
-            if (cls[j] < 0 || cls[j] >= n_classes) {
-                PyErr_Format(PyExc_ValueError, "preempt: job index %zd has no class", j);
-                goto done;
-            }
+        if (check_indices(cls, n, n_classes, "preempt: job index %zd has no class") < 0) goto done;
         sim.preempt_class = cls;
         sim.n_preempt_classes = n_classes;
         sim.can_preempt = pre[1].buf;
