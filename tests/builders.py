@@ -114,6 +114,9 @@ def reference_for(
             "bf_window": 60.0 * settings["bf_window"],
             "bf_resolution": settings["bf_resolution"],
             "bf_max_job_test": settings["bf_max_job_test"],
+            "sched_interval": settings["sched_interval"],
+            "batch_sched_delay": settings["batch_sched_delay"],
+            "default_queue_depth": settings["default_queue_depth"],
         }
     return reference_schedule(
         jobs.submit_s.tolist(),
@@ -143,6 +146,11 @@ def assert_same_traces(a: Trace, b: Trace) -> None:
             assert x is y, f.name
         else:
             np.testing.assert_array_equal(x, y, err_msg=f.name)
+
+
+# The Slurm main scheduler passing at every whole second (sched_interval=1, batch_sched_delay=0),
+# as at every event for whole-second workloads: for tests of what backfill decides on its own.
+MAIN_EVERY_SECOND = {"sched_interval": 1, "batch_sched_delay": 0}
 
 
 def workload() -> Workload:

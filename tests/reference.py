@@ -27,7 +27,12 @@ def reference_schedule(
     """Start time of each job (None if it never ran), and the reservations each job was given (EASY:
     the shadow times while it was the blocked head; slurm: the reserved start times). Jobs larger
     than the cluster are rejected. ``bf``: bf_interval, bf_window (s), bf_resolution,
-    bf_max_job_test for the slurm mode."""
+    bf_max_job_test, and optionally sched_interval (60), batch_sched_delay (3) and
+    default_queue_depth (100) for the slurm mode, whose main scheduler runs on slurmctld's
+    background ticks (every whole second from the controller's start at 0): a full pass every
+    sched_interval, else a pass of at most default_queue_depth + 1 jobs when a submission or a job
+    end asked for one and batch_sched_delay passed since the last pass. Other modes pass at every
+    instant."""
     n = len(submit)
     order = sorted(range(n), key=lambda j: (submit[j], job_id[j], j))
     start: list[float | None] = [None] * n
@@ -120,8 +125,11 @@ def reference_schedule(
     # slurm mode: when the next backfill cycle is due; slurmctld starts at 0 and its backfill thread
     # runs the first cycle bf_interval later
     next_cycle = bf["bf_interval"] if bf else 0.0
-    wake: float | None = None
-    while next_arrival < n or ends:
+    wake: float | None = 0.0 if backfill == "slurm" else None  # slurm: the background thread ticks
+    sched_interval = bf.get("sched_interval", 60) if bf else 0
+    last_full = last_pass = 0.0  # the main scheduler's thread starts with the controller
+    requested = False
+    while next_arrival < n or ends or queue:
         upcoming = [ends[0][0]] if ends else []
         if next_arrival < n:
             upcoming.append(submit[order[next_arrival]])
@@ -135,6 +143,7 @@ def reference_schedule(
             _, j = heapq.heappop(ends)
             del end[j]
             free += nodes[j]
+            requested = True
             if track_nodes:
                 free_set.update(nodes_of.pop(j))
         # 2. all arrivals (queue order: submit time, then job id)
@@ -143,14 +152,30 @@ def reference_schedule(
             next_arrival += 1
             if nodes[j] <= total_nodes:
                 queue.append(j)
+                requested = True
         # 3. one scheduling pass: start from the head while the head fits
+        depth = math.inf
+        if backfill == "slurm":
+            assert bf is not None
+            tick = now == math.floor(now)
+            if sched_interval > 0 and tick and now - last_full >= sched_interval:
+                last_full = last_pass = now
+                requested = False
+            elif requested and tick and now - last_pass >= bf.get("batch_sched_delay", 3):
+                last_pass = now
+                requested = False
+                depth = bf.get("default_queue_depth", 100) + 1
+            else:
+                depth = 0  # no pass at this instant
         started = 0
-        while started < len(queue) and nodes[queue[started]] <= free:
+        while started < min(len(queue), depth) and nodes[queue[started]] <= free:
             begin(queue[started], now)
             started += 1
         del queue[:started]
         if backfill == "slurm":
             assert bf is not None
+            tick_next = math.floor(now) + 1  # the background thread ticks every second
+            wake = tick_next if wake is None else min(wake, tick_next)
             if now >= next_cycle:
                 # cycles fall on multiples of bf_interval whether or not jobs wait: a job that
                 # arrives between two cycles waits for the next one

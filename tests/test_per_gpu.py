@@ -13,7 +13,7 @@ from gpuplan.sim.outcome import ModelRun
 from gpuplan.sim.partitions import Partition
 from gpuplan.sim.slurm import SlurmSettings, simulate_slurm
 
-from builders import Workload, assert_no_node_overcommitted, workload
+from builders import MAIN_EVERY_SECOND, Workload, assert_no_node_overcommitted, workload
 
 
 def run(jobs: Workload, nodes: int, gpus_per_node: int, **options: Any) -> ModelRun:
@@ -50,7 +50,8 @@ def test_easy_backfills_a_job_that_leaves_the_head_its_gpus() -> None:
         .job(submit=3, run=50, limit=50, gpus=2)  # D
     )
     for backfill in ("easy", "slurm"):
-        result = run(jobs, 2, 4, backfill=backfill, bf_interval=1, bf_resolution=1)
+        main = MAIN_EVERY_SECOND if backfill == "slurm" else {}
+        result = run(jobs, 2, 4, backfill=backfill, bf_interval=1, bf_resolution=1, **main)
         assert starts(result) == {1: 0.0, 2: 0.0, 3: 100.0, 4: 150.0, 5: 3.0}, backfill
     linear = run(jobs, 2, 4, backfill="easy", select_type="linear")
     assert starts(linear) == {1: 0.0, 2: 0.0, 3: 100.0, 4: 150.0, 5: 150.0}

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from gpuplan.sim.outcome import JOB_STATES
 
-from builders import Workload, reference_for, starts_of, workload
+from builders import MAIN_EVERY_SECOND, Workload, reference_for, starts_of, workload
 
 # Each case: (workload, cluster nodes, expected start by job id for none, for easy).
 CASES = {
@@ -98,7 +98,7 @@ def test_slurm_backfill_reserves_for_every_tested_job() -> None:
         .job(submit=2, run=5, nodes=1, limit=5)
         .job(submit=3, run=30, nodes=1, limit=30)
     )
-    settings = {"bf_interval": 10, "bf_resolution": 1}
+    settings = {"bf_interval": 10, "bf_resolution": 1, **MAIN_EVERY_SECOND}
     assert jobs.starts(4, "slurm", **settings) == {1: 0, 2: 20, 3: 10, 4: 30}
     assert jobs.starts(4, "easy") == {1: 0, 2: 20, 3: 2, 4: 30}
     run = jobs.simulate(4, "slurm", **settings)
@@ -120,8 +120,8 @@ def test_slurm_backfill_window_touching_a_reservation_conflicts() -> None:
             .job(submit=2, run=5, nodes=1, limit=limit)
         )
 
-    assert jobs(14).starts(4, "slurm", bf_interval=5, bf_resolution=1)[3] == 5
-    assert jobs(15).starts(4, "slurm", bf_interval=5, bf_resolution=1)[3] == 30
+    assert jobs(14).starts(4, "slurm", bf_interval=5, bf_resolution=1, **MAIN_EVERY_SECOND)[3] == 5
+    assert jobs(15).starts(4, "slurm", bf_interval=5, bf_resolution=1, **MAIN_EVERY_SECOND)[3] == 30
 
 
 def test_a_job_over_its_time_limit_is_killed_at_the_limit() -> None:
@@ -165,6 +165,9 @@ bf_settings = st.fixed_dictionaries(
         "bf_resolution": st.sampled_from([1, 2, 5, 60]),
         "bf_window": st.sampled_from([1, 1440]),
         "bf_max_job_test": st.integers(1, 6),
+        "sched_interval": st.sampled_from([-1, 1, 7, 60]),
+        "batch_sched_delay": st.sampled_from([0, 3]),
+        "default_queue_depth": st.sampled_from([0, 1, 100]),
     }
 )
 

@@ -12,7 +12,7 @@ from gpuplan.sim.priority import MultifactorSettings
 from gpuplan.sim.qos import Qos
 from gpuplan.sim.slurm import SlurmSettings, simulate_slurm
 
-from builders import Workload, starts_of, workload
+from builders import MAIN_EVERY_SECOND, Workload, starts_of, workload
 
 
 def run(jobs: Workload, nodes: int, **settings: object):  # type: ignore[no-untyped-def]
@@ -37,8 +37,9 @@ def test_a_job_held_by_max_jobs_per_user_blocks_no_one() -> None:
         .job(submit=2, run=10, user="bob")
     )
     for backfill in ("none", "easy", "slurm"):
-        assert starts(jobs, 4, backfill=backfill, qos=LIMITED) == {1: 0, 2: 10, 3: 2}, backfill
-        assert starts(jobs, 4, backfill=backfill) == {1: 0, 2: 1, 3: 2}, backfill
+        main = MAIN_EVERY_SECOND if backfill == "slurm" else {}
+        assert starts(jobs, 4, backfill=backfill, qos=LIMITED, **main) == {1: 0, 2: 10, 3: 2}, backfill
+        assert starts(jobs, 4, backfill=backfill, **main) == {1: 0, 2: 1, 3: 2}, backfill
 
 
 def test_gpu_limits_per_user_and_per_qos() -> None:

@@ -16,7 +16,7 @@ from gpuplan.sim.outcome import ModelRun
 from gpuplan.sim.reservations import Reservation
 from gpuplan.sim.slurm import SlurmSettings, simulate_slurm
 
-from builders import Workload, expand_hosts, workload
+from builders import MAIN_EVERY_SECOND, Workload, expand_hosts, workload
 
 MAINTENANCE = Reservation("maint", "batch", nodes=1, start_s=100.0, duration_s=50.0)  # node1, 100..150
 
@@ -42,7 +42,8 @@ def test_no_job_crosses_into_a_maintenance_window() -> None:
         .job(submit=20, run=30, limit=30)  # D: 60..90 fits before the window
     )
     for backfill in ("easy", "slurm"):
-        result = run(jobs, 2, MAINTENANCE, backfill=backfill)
+        main = MAIN_EVERY_SECOND if backfill == "slurm" else {}
+        result = run(jobs, 2, MAINTENANCE, backfill=backfill, **main)
         assert starts(result) == {1: 0.0, 2: 0.0, 3: 150.0, 4: 60.0}, backfill
         assert result.node_lists().to_pylist() == ["node0", "node1", "node1", "node1"]
     # strict FIFO: C blocks the queue, so D waits behind it

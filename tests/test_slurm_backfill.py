@@ -16,7 +16,7 @@ from gpuplan.sim.cluster import Pool
 from gpuplan.sim.priority import MultifactorSettings
 from gpuplan.sim.slurm import SlurmSettings, simulate_slurm
 
-from builders import Workload, reference_for, starts_of, workload
+from builders import MAIN_EVERY_SECOND, Workload, reference_for, starts_of, workload
 
 
 def nodes_of(jobs: Workload, total_nodes: int, backfill: str = "slurm", **bf: float) -> dict[int, str]:
@@ -62,7 +62,7 @@ def test_will_run_releases_running_jobs_in_30_second_groups() -> None:
     # plus 30 s, so A (100) is released with it; H is planned at 100 on the best fit of all eight
     # nodes (0-3), which leaves 6-7 to L: L backfills at the first cycle (10). Released one by one,
     # H would be planned at 95 on 4-7 and L would wait for A.
-    run = grouped_release().simulate(8, "slurm", bf_interval=10, bf_resolution=1)
+    run = grouped_release().simulate(8, "slurm", bf_interval=10, bf_resolution=1, **MAIN_EVERY_SECOND)
     assert starts_of(run) == [0.0, 0.0, 100.0, 10.0]
     assert run.node_lists().to_pylist()[3] == "node[6-7]"
 
@@ -92,14 +92,16 @@ def test_reservations_round_down_to_bf_resolution_on_the_epoch_clock() -> None:
     # backfill.c: a reservation spans [floor_res(T), floor_res(T + limit)). At the cycle at 10, B's
     # reservation starts at 70 with a 1-s resolution, at 60 with Slurm's default 60 s: a C of limit
     # 55 (window [10, 65]) backfills in the first case only; else it runs after B (70-80).
-    assert rounding_case(55).starts(4, "slurm", bf_interval=10, bf_resolution=1)[3] == 10
-    assert rounding_case(55).starts(4, "slurm", bf_interval=10, bf_resolution=60)[3] == 80
-    assert rounding_case(49).starts(4, "slurm", bf_interval=10, bf_resolution=60)[3] == 10
+    main = MAIN_EVERY_SECOND
+    assert rounding_case(55).starts(4, "slurm", bf_interval=10, bf_resolution=1, **main)[3] == 10
+    assert rounding_case(55).starts(4, "slurm", bf_interval=10, bf_resolution=60, **main)[3] == 80
+    assert rounding_case(49).starts(4, "slurm", bf_interval=10, bf_resolution=60, **main)[3] == 10
     # The rounding is on Unix time: with t = 0 at 30 s past a minute, 70 rounds down to 30 (Unix
     # second 60), and C's window must end before that.
     minute_and_half = 1_800_000_030.0
-    assert rounding_case(19).simulate(4, "slurm", bf_interval=10, epoch_s=minute_and_half).start_s[2] == 10
-    assert rounding_case(20).simulate(4, "slurm", bf_interval=10, epoch_s=minute_and_half).start_s[2] == 80
+    for limit, start in ((19, 10), (20, 80)):
+        run = rounding_case(limit).simulate(4, "slurm", bf_interval=10, epoch_s=minute_and_half, **main)
+        assert run.start_s[2] == start
 
 
 def fair_share_run(enforce: tuple[str, ...]) -> list[float | None]:
@@ -144,12 +146,23 @@ def wide_workloads(draw: st.DrawFn) -> tuple[Workload, int]:
 
 
 @settings(max_examples=150, deadline=None)
-@given(wide_workloads(), st.integers(1, 15), st.sampled_from([1, 5, 60]), st.integers(1, 8))
+@given(
+    wide_workloads(),
+    st.integers(1, 15),
+    st.sampled_from([1, 5, 60]),
+    st.integers(1, 8),
+    st.sampled_from([1, 10, 60]),
+)
 def test_the_engine_follows_the_reference_on_wide_clusters(
-    case: tuple[Workload, int], interval: int, resolution: int, max_job_test: int
+    case: tuple[Workload, int], interval: int, resolution: int, max_job_test: int, sched_interval: int
 ) -> None:
     jobs, total_nodes = case
-    bf = {"bf_interval": interval, "bf_resolution": resolution, "bf_max_job_test": max_job_test}
+    bf = {
+        "bf_interval": interval,
+        "bf_resolution": resolution,
+        "bf_max_job_test": max_job_test,
+        "sched_interval": sched_interval,
+    }
     run = jobs.simulate(total_nodes, "slurm", **bf)
     assert starts_of(run) == reference_for(run, total_nodes, "slurm")[0]
     started = ~np.isnan(run.start_s)
@@ -169,7 +182,8 @@ def test_bf_max_job_user_tests_few_jobs_of_one_user() -> None:
         .job(submit=2, run=20, nodes=1, limit=20, user="u1")
         .job(submit=3, run=20, nodes=1, limit=20, user="u2")
     )
-    unlimited = starts_of(jobs.simulate(4, "slurm", bf_interval=10, bf_resolution=1))
-    limited = starts_of(jobs.simulate(4, "slurm", bf_interval=10, bf_resolution=1, bf_max_job_user=1))
+    bf = {"bf_interval": 10, "bf_resolution": 1, **MAIN_EVERY_SECOND}
+    unlimited = starts_of(jobs.simulate(4, "slurm", **bf))
+    limited = starts_of(jobs.simulate(4, "slurm", bf_max_job_user=1, **bf))
     assert unlimited[2:] == [10.0, 30.0]
     assert limited[2:] == [110.0, 10.0]

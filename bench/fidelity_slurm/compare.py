@@ -111,6 +111,8 @@ def scenario_text(meta: dict, jobs: list[workload.Job], with_partitions: bool, o
     """A scenario that replays trace.swf under the replay's slurm.conf settings and clocks: its start
     is the first submission's Unix time (Slurm rounds on the epoch clock), slurmctld's start."""
     nodes = int(meta["nodes"])
+    # replay.py submits every job ahead with sbatch --begin unless told --submit arrival
+    early = ", submitted_early: true" if meta.get("submit_mode", "begin") == "begin" else ""
     start = datetime.fromtimestamp(int(meta["t0"]) + offset_s, tz=UTC).isoformat()
     lines = [
         f"# written by compare.py: the settings of {meta.get('config', '?')}-configuration replay",
@@ -132,7 +134,7 @@ def scenario_text(meta: dict, jobs: list[workload.Job], with_partitions: bool, o
         "    kind: batch",
         "    pool: gpu",
         f"    trace: {{path: trace.swf, format: swf, gpus_per_node: {workload.GPUS_PER_NODE},"
-        f" team_map: {{{team_map}}}}}",
+        f" team_map: {{{team_map}}}{early}}}",
         "models:",
         "  slurm:",
         "    backfill: slurm",
@@ -141,6 +143,7 @@ def scenario_text(meta: dict, jobs: list[workload.Job], with_partitions: bool, o
         "    bf_window: 1440",
         "    bf_max_job_test: 500",
         f"    controller_start: {controller_start(meta, offset_s)}",
+        f"    sched_interval: {int(meta['sched_interval'])}",
     ]
     if meta.get("priority") == "priority/multifactor":
         lines += [
@@ -170,10 +173,9 @@ def simulate_scenario(
 ) -> tuple[dict, list[str]]:
     """gpuplan --backfill slurm with the replay's settings; what it cannot express, as notes."""
     notes = [
-        f"sched_interval={meta['sched_interval']} (the main scheduler's own period; gpuplan runs it at "
-        "every event)",
-        "the sub-second phases of Slurm's loops and their drift (gpuplan runs backfill every bf_interval "
-        "and decay ticks every PriorityCalcPeriod from slurmctld's start, in whole seconds)",
+        "the sub-second phases of Slurm's loops and their drift (gpuplan ticks the main scheduler every "
+        "second, runs backfill every bf_interval and decay ticks every PriorityCalcPeriod from "
+        "slurmctld's start, in whole seconds)",
     ]
     offset = float(min(j.submit_s for j in jobs))  # a trace workload starts at its first submission
     for with_partitions in (True, False):

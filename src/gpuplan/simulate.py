@@ -58,6 +58,9 @@ def slurm_settings(spec: ScenarioSlurm) -> SlurmSettings:
         bf_resolution=spec.bf_resolution,
         bf_max_job_test=spec.bf_max_job_test,
         bf_max_job_user=spec.bf_max_job_user,
+        sched_interval=spec.sched_interval,
+        batch_sched_delay=spec.batch_sched_delay,
+        default_queue_depth=spec.default_queue_depth,
         priority_type=spec.priority_type,
         multifactor=MultifactorSettings(
             weight_age=spec.priority_weight_age,

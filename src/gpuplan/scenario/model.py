@@ -253,6 +253,11 @@ class TraceSpec(Section):
     gpus_per_node: int | None = Field(
         None, ge=1, description="grouping of GPUs into nodes (default: the pool's)"
     )
+    submitted_early: bool = Field(
+        False,
+        description="every job was submitted ahead, eligible at its submit time (sbatch --begin): "
+        "Slurm's main scheduler notices it at its next pass instead of being asked to run",
+    )
 
     @model_validator(mode="after")
     def _teams(self) -> TraceSpec:
@@ -423,6 +428,17 @@ class SlurmSettings(Section):
         default_factory=lambda: list[EnforceFlag](["associations", "limits", "qos"]),
         description="AccountingStorageEnforce: without 'limits' a job's use after the last "
         "PriorityCalcPeriod tick is never counted in fair share (as Slurm 22.05 does)",
+    )
+    sched_interval: int = Field(
+        60, ge=-1, le=86400, description="SchedulerParameters sched_interval: seconds between the main "
+        "scheduler's full passes (-1: none; it still runs for submissions and job ends)",
+    )
+    batch_sched_delay: int = Field(
+        3, ge=0, le=3600, description="SchedulerParameters batch_sched_delay: seconds at least between the "
+        "main scheduler's passes for submissions and job ends",
+    )
+    default_queue_depth: int = Field(
+        100, ge=0, le=1_000_000, description="SchedulerParameters default_queue_depth: jobs those passes test",
     )
     controller_start: float = Field(
         0.0,

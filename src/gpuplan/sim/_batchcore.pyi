@@ -32,6 +32,7 @@ def simulate(
     topology: tuple[int, bool] | None = None,
     best_fit: bool = False,
     users: Buffer | None = None,
+    submitted_early: Buffer | None = None,
     /,
 ) -> tuple[int, bytes]: ...
 def hostlists(

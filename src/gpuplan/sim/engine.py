@@ -140,6 +140,7 @@ def run_batch(
     topology: tuple[int, bool] | None = None,
     best_fit: bool = False,
     users: Int32 | None = None,
+    submitted_early: Bool | None = None,
 ) -> BatchSchedule:
     """Simulate ``jobs`` on ``pool`` with the compiled pass ``schedule_pass`` ("fifo", "easy",
     "slurm") and its settings ``params`` (in the order the pass documents them). The queue is in
@@ -152,7 +153,8 @@ def run_batch(
     is (nodes per block, whether a job must fit one block) for multi-node placement. ``best_fit``
     places whole-node jobs as Slurm does, on the best-fitting run of consecutive free nodes, not
     the lowest-numbered free nodes. ``users`` (per job, an index) lets the backfill cycle test at
-    most ``bf_max_job_user`` jobs of one user.
+    most ``bf_max_job_user`` jobs of one user. A job ``submitted_early`` (sbatch --begin) becomes
+    eligible at its submit time without asking a policy on its own clock to run.
 
     A job that asks more nodes, or more GPUs per node, than the pool has can never run: it is
     rejected at arrival (``rejected``) and never queued, as are the jobs ``refused`` at submit."""
@@ -219,6 +221,7 @@ def run_batch(
             topology,
             best_fit,
             None if users is None else np.ascontiguousarray(users[admitted], dtype=np.int32),
+            None if submitted_early is None else np.ascontiguousarray(submitted_early[admitted], dtype=np.uint8),
         )
     if preemption is None:
         end = start + run_s

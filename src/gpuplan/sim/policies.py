@@ -47,6 +47,9 @@ BACKFILL.register(
             "clock_epoch_s",
             "controller_start_s",
             "bf_max_job_user",
+            "sched_interval_s",
+            "batch_sched_delay_s",
+            "default_queue_depth",
         ),
     ),
 )

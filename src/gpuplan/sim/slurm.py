@@ -60,6 +60,10 @@ class SlurmSettings:
     bf_resolution: int = 60  # seconds: granularity of the time profile
     bf_max_job_test: int = 500  # jobs tested per backfill cycle
     bf_max_job_user: int = 0  # jobs of one user tested per backfill cycle (0: no limit)
+    # the main scheduler's clock (backfill "slurm"; none/easy pass at every event)
+    sched_interval: int = 60  # seconds between its full passes (-1: none)
+    batch_sched_delay: int = 3  # seconds at least between its passes for submissions and job ends
+    default_queue_depth: int = 100  # jobs those passes test
     priority_type: str = "basic"  # PriorityType: priority/basic (FCFS) | priority/multifactor
     multifactor: MultifactorSettings = field(default_factory=MultifactorSettings)
     qos: tuple[Qos, ...] = ()  # besides "normal"
@@ -86,6 +90,9 @@ class SlurmSettings:
             "bf_max_job_user": float(self.bf_max_job_user),
             "clock_epoch_s": epoch_s,
             "controller_start_s": self.controller_start_s,
+            "sched_interval_s": float(self.sched_interval),
+            "batch_sched_delay_s": float(self.batch_sched_delay),
+            "default_queue_depth": float(self.default_queue_depth),
         }
         return [values[name] for name in names]
 
@@ -101,6 +108,9 @@ class SlurmSettings:
                 "bf_resolution": self.bf_resolution,
                 "bf_max_job_test": self.bf_max_job_test,
                 "bf_max_job_user": self.bf_max_job_user,
+                "sched_interval": self.sched_interval,
+                "batch_sched_delay": self.batch_sched_delay,
+                "default_queue_depth": self.default_queue_depth,
             }
         if self.controller_start_s:
             echoed["controller_start_s"] = self.controller_start_s
@@ -297,6 +307,7 @@ def simulate_slurm(
             None if settings.topology is None else settings.topology.for_engine(),
             best_fit=settings.backfill == "slurm",
             users=jobs.user.codes[members] if settings.bf_max_job_user else None,
+            submitted_early=None if jobs.submitted_early is None else jobs.submitted_early[members],
         )
         if settings.topology is not None:
             blocks[members] = blocks_spanned(schedule, settings.topology.nodes_per_block)

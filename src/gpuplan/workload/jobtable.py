@@ -91,13 +91,19 @@ class JobTable:
     # Optional columns: None means "not recorded" for every job.
     workload: Labels | None = None  # the scenario workload a job comes from
     checkpoint_s: Float64 | None = None  # checkpoint interval (NaN: never checkpoints)
+    # submitted before it became eligible at submit_s (sbatch --begin, a dependency)
+    submitted_early: Bool | None = None
 
     def column(self, name: str) -> Labels | npt.NDArray[Any]:
-        """A column, with optional columns filled with their defaults ("" or NaN) when absent."""
+        """A column, with optional columns filled with their defaults ("", NaN, False) when absent."""
         value = getattr(self, name)
         if value is not None:
             return value  # type: ignore[no-any-return]
-        return Labels.constant("", len(self)) if name == "workload" else np.full(len(self), np.nan)
+        if name == "workload":
+            return Labels.constant("", len(self))
+        if name == "submitted_early":
+            return np.zeros(len(self), dtype=bool)
+        return np.full(len(self), np.nan)
 
     def __post_init__(self) -> None:
         rows = {f.name: len(getattr(self, f.name)) for f in fields(self) if getattr(self, f.name) is not None}

@@ -235,6 +235,7 @@ def _trace_jobs(loaded: LoadedScenario, workload: TraceWorkload) -> JobTable:
         partition=partition if count else Labels.constant(pool.name, 0),
         kind=Labels.constant(workload.kind, count),
         workload=Labels.constant(workload.name, count),
+        submitted_early=np.ones(count, dtype=bool) if spec.submitted_early else jobs.submitted_early,
     )
 
 

@@ -51,6 +51,7 @@ int gp_sim_init(Sim *sim, int32_t n_jobs, int32_t total_nodes, int32_t node_gpus
     sim->est_end = xcalloc(sim, (size_t)n_jobs, sizeof(double));
     sim->walk_heap = xcalloc(sim, max_running + 1, sizeof(int32_t));
     sim->wake_at = INFINITY;
+    sim->main_next_full = NAN;
     sim->ranges_cap = 1024;
     sim->ranges = xcalloc(sim, (size_t)sim->ranges_cap, 2 * sizeof(int32_t));
     if (sim->out_of_memory) return -1;
@@ -721,6 +722,7 @@ static void end_job(Sim *sim, int32_t job) {
     sim->busy_gpus -= sim->gpus[job];
     release_nodes(sim, job);
     est_remove(sim, job);
+    sim->sched_requests++; /* epilog complete: agent.c queues the scheduler */
     if (sim->end_out) sim->end_out[job] = sim->now;
 }
 
@@ -859,11 +861,13 @@ int64_t gp_run(Sim *sim, SchedulePass pass, double *tl_time, int64_t *tl_busy_gp
     int32_t next_arrival = 0;
     int64_t rows = 0;
     for (int32_t j = 0; j < sim->n_jobs; j++) sim->start[j] = NAN;
-    /* a queued job may wait for a reservation to end with nothing running: go on while bounds remain */
+    /* a queued job may wait for a reservation to end with nothing running: go on while bounds remain;
+     * or for the policy's own clock, while it says a wake-up may start one */
     while (next_arrival < sim->n_jobs || sim->end_len > 0 || sim->requeue_len > 0 ||
-           (sim->q_len > 0 && (sim->next_bound < sim->n_bounds || sim->next_drain < sim->n_drains))) {
+           (sim->q_len > 0 && (sim->next_bound < sim->n_bounds || sim->next_drain < sim->n_drains ||
+                               (sim->wake_at < INFINITY && sim->policy_waits)))) {
         /* the next instant: the earliest job end, arrival, requeue or requested wake-up */
-        double now = sim->wake_at;
+        double now = INFINITY;
         if (sim->end_len > 0 && sim->end_heap[0].time < now) now = sim->end_heap[0].time;
         if (next_arrival < sim->n_jobs && sim->submit[next_arrival] < now) now = sim->submit[next_arrival];
         if (sim->requeue_len > 0 && sim->requeue_heap[0].time < now) now = sim->requeue_heap[0].time;
@@ -874,6 +878,8 @@ int64_t gp_run(Sim *sim, SchedulePass pass, double *tl_time, int64_t *tl_busy_gp
             sim->next_bound++; /* reservation bounds already served */
         if (sim->next_bound < sim->n_bounds && sim->win_bounds[sim->next_bound] < now)
             now = sim->win_bounds[sim->next_bound];
+        if (now <= sim->wake_at) sim->events++; /* not a wake-up alone */
+        if (sim->wake_at < now) now = sim->wake_at;
         if (now >= sim->wake_at) sim->wake_at = INFINITY; /* this instant serves the wake-up */
         sim->now = now;
         /* 0. priorities: usage up to now, and the periodic recalculation when due */
@@ -890,15 +896,20 @@ int64_t gp_run(Sim *sim, SchedulePass pass, double *tl_time, int64_t *tl_busy_gp
                 end_job(sim, event.job);
         }
         /* 2. all arrivals, then the requeued jobs due */
-        while (next_arrival < sim->n_jobs && sim->submit[next_arrival] <= now)
-            queue_append(sim, next_arrival++);
+        for (; next_arrival < sim->n_jobs && sim->submit[next_arrival] <= now; next_arrival++) {
+            if (!(sim->quiet_arrival && sim->quiet_arrival[next_arrival])) sim->sched_requests++;
+            queue_append(sim, next_arrival);
+        }
         while (sim->requeue_len > 0 && sim->requeue_heap[0].time <= now)
             queue_append(sim, event_pop(sim->requeue_heap, &sim->requeue_len).job);
         /* 3. nodes lent and returned, and jobs evicted from lent nodes */
         for (; sim->next_drain < sim->n_drains && sim->drain_time[sim->next_drain] <= now; sim->next_drain++) {
             int32_t delta = sim->drain_delta[sim->next_drain];
             if (delta > 0) lend_nodes(sim, delta, now);
-            for (; delta < 0 && sim->lent_len > 0; delta++) node_set_off(sim, sim->lent_stack[--sim->lent_len], 0);
+            for (; delta < 0 && sim->lent_len > 0; delta++) {
+                node_set_off(sim, sim->lent_stack[--sim->lent_len], 0);
+                sim->sched_requests++; /* a node resumed */
+            }
         }
         while (sim->evict_len > 0 && sim->evict_heap[0].time <= now)
             evict_node(sim, event_pop(sim->evict_heap, &sim->evict_len).job, now);

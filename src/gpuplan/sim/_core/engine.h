@@ -25,7 +25,7 @@ typedef struct {
 /* One scheduling pass at time `now`. */
 typedef void (*SchedulePass)(Sim *sim, double now);
 
-#define GP_MAX_PARAMS 8
+#define GP_MAX_PARAMS 16
 
 typedef struct {
     const char *name;
@@ -125,6 +125,21 @@ struct Sim {
     double now;
     /* Policy state kept between passes (e.g. when the next periodic cycle is due). */
     double policy_clock;
+    /* Scheduling requests, as slurmctld's queue_job_scheduler() counts them: a job submitted, a job
+     * ended or preempted, a lent node back. A policy on its own clock serves them when it runs. */
+    int64_t sched_requests;
+    /* per job, or NULL: 1 when its arrival queues no request (submitted ahead with --begin, or held
+     * for a dependency: slurmctld notices it became eligible at its next pass) */
+    const uint8_t *quiet_arrival;
+    /* The Slurm main scheduler's clock (policies.c): its last pass, its next periodic full pass
+     * (NaN before the first call), and the requests seen so far / still to serve. */
+    double main_last_pass, main_next_full;
+    int64_t main_requests_seen, main_idle_events;
+    int main_pending;
+    /* instants with an event (not a wake-up alone), and whether a wake-up may start a queued job
+     * with no new event (set by a policy on its own clock; the engine stops when none may) */
+    int64_t events;
+    int policy_waits;
     /* Slurm's backfill map of named nodes (backfill_map.c, whole-node pools): records [begin, end)
      * with a bitmap of the nodes no reservation of this cycle holds, n_words words each; scratch
      * bitmaps; the running jobs in order of planned end. Allocated on the first cycle. */

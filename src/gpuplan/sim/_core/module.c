@@ -95,8 +95,8 @@ static PyObject *simulate(PyObject *self, PyObject *args) {
     PyObject *priority = Py_None, *limits = Py_None, *preempt = Py_None;
     PyObject *reservations = Py_None, *drains = Py_None, *topology = Py_None;
     int best_fit = 0;
-    PyObject *users = Py_None;
-    Py_buffer user_buf = {0};
+    PyObject *users = Py_None, *quiet = Py_None;
+    Py_buffer user_buf = {0}, quiet_buf = {0};
     Py_buffer res[7] = {{0}}, drain_buf[2] = {{0}};
     Py_buffer lim[6] = {{0}};
     Py_buffer pre[11] = {{0}};
@@ -109,10 +109,11 @@ static PyObject *simulate(PyObject *self, PyObject *args) {
                  {.name = "start"},       {.name = "range_first"},  {.name = "range_count"},
                  {.name = "tl_time"},     {.name = "tl_busy_gpus"}, {.name = "tl_queued"},
                  {.name = "gpus_per_node"}};
-    if (!PyArg_ParseTuple(args, "siiy*y*y*y*y*y*y*w*w*w*w*w*w*y*|OOOOOOpO", &policy_name, &total_nodes, &node_gpus,
+    if (!PyArg_ParseTuple(args, "siiy*y*y*y*y*y*y*w*w*w*w*w*w*y*|OOOOOOpOO", &policy_name, &total_nodes, &node_gpus,
                           &params, &a[0].view, &a[1].view, &a[2].view, &a[3].view, &a[4].view, &a[5].view,
                           &a[6].view, &a[7].view, &a[8].view, &a[9].view, &a[10].view, &a[11].view, &a[12].view,
-                          &priority, &limits, &preempt, &reservations, &drains, &topology, &best_fit, &users))
+                          &priority, &limits, &preempt, &reservations, &drains, &topology, &best_fit, &users,
+                          &quiet))
         return NULL;
     PyObject *result = NULL;
     Sim sim;
@@ -168,6 +169,14 @@ static PyObject *simulate(PyObject *self, PyObject *args) {
         sim.job_user = user;
         sim.n_users = n_users;
     }
+    if (quiet != Py_None) { /* per job: its arrival queues no scheduling request (--begin) */
+        if (PyObject_GetBuffer(quiet, &quiet_buf, PyBUF_C_CONTIGUOUS) < 0) goto done;
+        if (quiet_buf.len != n) {
+            PyErr_SetString(PyExc_ValueError, "submitted_early: one uint8 per job");
+            goto done;
+        }
+        sim.quiet_arrival = quiet_buf.buf;
+    }
     sim.whole_nodes = 1;
     for (Py_ssize_t j = 0; j < n; j++) {
         if (sim.gpn[j] < 1 || sim.gpn[j] > node_gpus) {
@@ -177,7 +186,7 @@ static PyObject *simulate(PyObject *self, PyObject *args) {
         if (sim.gpn[j] != node_gpus) sim.whole_nodes = 0;
     }
     if (params.len > (Py_ssize_t)sizeof(sim.params) || params.len % (Py_ssize_t)sizeof(double)) {
-        PyErr_SetString(PyExc_ValueError, "params: at most 8 float64 values");
+        PyErr_SetString(PyExc_ValueError, "params: at most 16 float64 values");
         goto done;
     }
     memcpy(sim.params, params.buf, (size_t)params.len);
@@ -388,6 +397,7 @@ done:
     if (prio_account.obj) PyBuffer_Release(&prio_account);
     if (prio_usage.obj) PyBuffer_Release(&prio_usage);
     if (user_buf.obj) PyBuffer_Release(&user_buf);
+    if (quiet_buf.obj) PyBuffer_Release(&quiet_buf);
     for (int k = 0; k < 7; k++)
         if (res[k].obj) PyBuffer_Release(&res[k]);
     for (int k = 0; k < 2; k++)

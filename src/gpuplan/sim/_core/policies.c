@@ -11,8 +11,9 @@
  *   head's need. Jobs behind the head are then started, in queue order, if they fit now and either
  *   end by their estimate at or before the shadow time, or need no more than `extra` (which they
  *   then use up), so the head never starts later than its reservation.
- * - "slurm": Slurm's own backfill (SchedulerType=sched/backfill). The main scheduler runs at every
- *   event as "fifo" does (strict order, a blocked job blocks the partition). Every bf_interval
+ * - "slurm": Slurm's own backfill (SchedulerType=sched/backfill). The main scheduler runs on its own
+ *   clock (main_scheduler below: sched_interval, batch_sched_delay, default_queue_depth) in strict
+ *   order, a blocked job blocking the partition, as "fifo" does at every event. Every bf_interval
  *   seconds a backfill cycle tests queued jobs in order, at most bf_max_job_test of them: each
  *   starts now if it fits now for its whole time limit without touching a reservation, else gets a
  *   reservation at the earliest time it fits, if that is within bf_window, so no job tested later
@@ -32,13 +33,18 @@
  * ("do not schedule more jobs in this partition or on nodes in this partition"), and every
  * partition of a pool spans all its nodes. A job held by a limit is skipped, blocking no one.
  */
-static void fifo_pass(Sim *sim, double now) {
+static void main_pass(Sim *sim, double now, int64_t max_tested) {
+    int64_t tested = 0;
     for (int32_t slot = gp_queue_first(sim); slot < sim->q_count; slot++) {
-        if (sim->q_nodes[slot] == GP_GONE || gp_limit_reason(sim, sim->q_job[slot])) continue;
+        if (sim->q_nodes[slot] == GP_GONE) continue;
+        if (++tested > max_tested) break; /* default_queue_depth */
+        if (gp_limit_reason(sim, sim->q_job[slot])) continue;
         if (!gp_fits_now(sim, slot) && !(sim->preempt_class && gp_try_preempt(sim, slot, now))) break;
         gp_start_slot(sim, slot, now);
     }
 }
+
+static void fifo_pass(Sim *sim, double now) { main_pass(sim, now, INT64_MAX); }
 
 /* The first queued job no limit holds: the one that blocks the queue, or q_count. */
 static int32_t blocked_head(Sim *sim) {
@@ -146,7 +152,77 @@ static void easy_pass_per_gpu(Sim *sim, double now, int32_t head) {
 
 /* ---- Slurm backfill ------------------------------------------------------------------------ */
 
-enum { BF_INTERVAL, BF_WINDOW, BF_RESOLUTION, BF_MAX_JOB_TEST, CLOCK_EPOCH, CONTROLLER_START, BF_MAX_JOB_USER };
+enum {
+    BF_INTERVAL,
+    BF_WINDOW,
+    BF_RESOLUTION,
+    BF_MAX_JOB_TEST,
+    CLOCK_EPOCH,
+    CONTROLLER_START,
+    BF_MAX_JOB_USER,
+    SCHED_INTERVAL,
+    BATCH_SCHED_DELAY,
+    DEFAULT_QUEUE_DEPTH,
+};
+
+/*
+ * Slurm's main scheduler on its own clock. slurmctld's background thread
+ * (controller.c:_slurmctld_background) ticks about once a second from the controller's start
+ * (here: every whole second from `controller_start_s`, with no drift). On a tick it runs a full
+ * pass when sched_interval seconds passed since the last full one; else, when a scheduling request
+ * is queued (a submission, a job end; queue_job_scheduler) and batch_sched_delay seconds passed
+ * since its last pass of either kind, a pass that tests at most default_queue_depth + 1 jobs
+ * (job_scheduler.c:_schedule: `job_depth++ > def_job_limit`). sbatch never allocates at submission
+ * (job_allocate with allocate=0 only queues a request), and a job that becomes eligible later
+ * (--begin) queues none: the next pass notices it. sched_interval < 0 disables the periodic pass.
+ * Events at a tick's instant are served by that tick.
+ */
+static void main_scheduler(Sim *sim, double now) {
+    double phase = sim->params[CONTROLLER_START], interval = sim->params[SCHED_INTERVAL];
+    double delay = sim->params[BATCH_SCHED_DELAY];
+    if (isnan(sim->main_next_full)) { /* the thread starts with the controller */
+        sim->main_last_pass = phase;
+        sim->main_next_full = interval > 0 ? phase + interval : INFINITY;
+    }
+    if (now > sim->main_next_full) { /* periodic passes no one woke for: no job was queued */
+        double last = phase + floor((now - phase) / interval) * interval;
+        if (last < now) {
+            sim->main_last_pass = last;
+            sim->main_next_full = last + interval;
+            sim->main_pending = 0; /* what was asked before is served */
+        } else {
+            sim->main_next_full = last;
+        }
+    }
+    if (sim->sched_requests != sim->main_requests_seen) {
+        sim->main_requests_seen = sim->sched_requests;
+        sim->main_pending = 1;
+    }
+    int on_tick = now - phase == floor(now - phase);
+    if (now == sim->main_next_full) {
+        main_pass(sim, now, INT64_MAX);
+        sim->main_last_pass = now;
+        sim->main_pending = 0;
+        sim->main_next_full = now + interval;
+        /* a pass over the whole queue left nothing running: what waits is held until an event */
+        if (sim->est_len == 0) sim->main_idle_events = sim->events;
+    } else if (sim->main_pending && on_tick && now - sim->main_last_pass >= delay) {
+        main_pass(sim, now, (int64_t)sim->params[DEFAULT_QUEUE_DEPTH] + 1);
+        sim->main_last_pass = now;
+        sim->main_pending = 0;
+    }
+    if (sim->sched_requests != sim->main_requests_seen) { /* jobs the pass preempted ended */
+        sim->main_requests_seen = sim->sched_requests;
+        sim->main_pending = 1;
+    }
+    if (sim->main_pending) {
+        double due = sim->main_last_pass + delay > now ? sim->main_last_pass + delay : now;
+        due = phase + ceil(due - phase);
+        if (due <= now) due += 1;
+        gp_wake_at(sim, due);
+    }
+    if (gp_queue_first(sim) < sim->q_count) gp_wake_at(sim, sim->main_next_full);
+}
 
 static void slurm_backfill_cycle_per_gpu(Sim *sim, double now);
 
@@ -229,18 +305,23 @@ static void slurm_backfill_cycle_per_gpu(Sim *sim, double now) {
  * bf_resolution from the current time.
  */
 static void slurm_pass(Sim *sim, double now) {
-    fifo_pass(sim, now); /* the main scheduler, at every event */
+    main_scheduler(sim, now);
     double interval = sim->params[BF_INTERVAL];
-    if (interval <= 0) return; /* bf_interval=-1: no backfill */
-    int queued = gp_queue_first(sim) < sim->q_count;
-    if (now >= sim->policy_clock) {
-        double phase = sim->params[CONTROLLER_START];
-        double boundary = phase + floor((now - phase) / interval) * interval;
-        int started = boundary >= phase + interval; /* the first cycle comes bf_interval after the start */
-        if (now == boundary && started && queued) slurm_backfill_cycle(sim, now);
-        sim->policy_clock = boundary + interval;
+    if (interval > 0) { /* bf_interval=-1: no backfill */
+        int queued = gp_queue_first(sim) < sim->q_count;
+        if (now >= sim->policy_clock) {
+            double phase = sim->params[CONTROLLER_START];
+            double boundary = phase + floor((now - phase) / interval) * interval;
+            int started = boundary >= phase + interval; /* the first cycle comes bf_interval after the start */
+            if (now == boundary && started && queued) {
+                slurm_backfill_cycle(sim, now);
+                if (sim->params[SCHED_INTERVAL] <= 0 && sim->est_len == 0) sim->main_idle_events = sim->events;
+            }
+            sim->policy_clock = boundary + interval;
+        }
+        if (gp_queue_first(sim) < sim->q_count) gp_wake_at(sim, sim->policy_clock);
     }
-    if (gp_queue_first(sim) < sim->q_count) gp_wake_at(sim, sim->policy_clock);
+    sim->policy_waits = sim->main_pending || sim->events != sim->main_idle_events;
 }
 
 const PolicyEntry GP_POLICIES[] = {
