@@ -430,15 +430,21 @@ class SlurmSettings(Section):
         "PriorityCalcPeriod tick is never counted in fair share (as Slurm 22.05 does)",
     )
     sched_interval: int = Field(
-        60, ge=-1, le=86400, description="SchedulerParameters sched_interval: seconds between the main "
+        60,
+        ge=-1,
+        le=86400,
+        description="SchedulerParameters sched_interval: seconds between the main "
         "scheduler's full passes (-1: none; it still runs for submissions and job ends)",
     )
     batch_sched_delay: int = Field(
-        3, ge=0, le=3600, description="SchedulerParameters batch_sched_delay: seconds at least between the "
+        3,
+        ge=0,
+        le=3600,
+        description="SchedulerParameters batch_sched_delay: seconds at least between the "
         "main scheduler's passes for submissions and job ends",
     )
     default_queue_depth: int = Field(
-        100, ge=0, le=1_000_000, description="SchedulerParameters default_queue_depth: jobs those passes test",
+        100, ge=0, le=1_000_000, description="SchedulerParameters default_queue_depth: jobs those passes test"
     )
     controller_start: float = Field(
         0.0,

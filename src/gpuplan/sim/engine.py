@@ -221,7 +221,7 @@ def run_batch(
             topology,
             best_fit,
             None if users is None else np.ascontiguousarray(users[admitted], dtype=np.int32),
-            None if submitted_early is None else np.ascontiguousarray(submitted_early[admitted], dtype=np.uint8),
+            None if submitted_early is None else submitted_early[admitted].astype(np.uint8),
         )
     if preemption is None:
         end = start + run_s
