@@ -506,7 +506,8 @@ def read_sacct(path: Path | str, *, gpus_per_node: int = 8, skip_bad_lines: bool
     ``Trace.header["job_ids"]``). Submit = the later of Submit and Eligible, so a job submitted with
     ``--begin`` (or held back until its dependencies were met) arrives when it could first have run,
     and its simulated wait counts from there, as sacct's Planned (formerly Reserved) field, Start -
-    Eligible, does; in seconds from the earliest Submit of the jobs read, which is ``Trace.epoch_s``
+    Eligible, does (such a job is ``submitted_early``: Slurm's main scheduler notices it at its next
+    pass); in seconds from the earliest Submit of the jobs read, which is ``Trace.epoch_s``
     (the cluster's local time read as UTC). Run time = End - Start; a file without Start or End uses
     Elapsed (a record in a state that has not run to an end, or cancelled with Elapsed 0, has none).
     Time limit = Timelimit (NaN when unlimited or unknown). User = User; team = Account, else the
@@ -604,6 +605,8 @@ def read_sacct(path: Path | str, *, gpus_per_node: int = 8, skip_bad_lines: bool
         kind=Labels.constant("batch", len(keep)),
         state=Labels.from_keys(state.codes[final], lambda code: state.labels[code]),
         source_line=records.line[used],
+        # eligible after its submission (--begin, a dependency): arrives at Eligible, asking no pass
+        submitted_early=eligible[first] > submit[first],
     )
     sizes = np.diff(np.append(starts, len(order)))
     return Trace(
