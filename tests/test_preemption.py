@@ -137,6 +137,30 @@ def test_qos_preemption_follows_the_preempt_list() -> None:
     assert by_id(result, result.end_s)[1] == 130.0
 
 
+def test_the_backfill_cycle_preempts_for_a_job_the_main_scheduler_never_reaches() -> None:
+    # 2 nodes: a scavenger job and a normal one run. A (normal, 2 nodes, first in the queue) may
+    # preempt no one: it blocks the main scheduler, which never reaches U (urgent, 1 node, may
+    # preempt scavenger). The backfill cycle tests U too (backfill.c: the will-run test with
+    # preemptable jobs gone, job_test.c:_will_run_test): U preempts the scavenger job at the
+    # cycle of 30 s instead of reserving behind A.
+    jobs = (
+        workload()
+        .job(submit=0, run=1000, limit=1000, qos="scavenger")
+        .job(submit=0, run=1000, limit=1000, qos="normal")
+        .job(submit=5, run=100, limit=100, nodes=2, qos="normal")
+        .job(submit=6, run=50, limit=50, qos="urgent")
+    )
+    qos = (Qos("scavenger"), Qos("urgent", preempt=("scavenger",)))
+    options = {"partitions": (), "preempt_type": "qos", "qos": qos, "controller_start_s": -60.0}
+    result = run(jobs, 2, backfill="slurm", **options)
+    assert by_id(result, result.start_s) == {1: 0.0, 2: 0.0, 3: 1000.0, 4: 30.0}
+    assert result.preemptions.tolist() == [1, 0, 0, 0]
+    # without backfill only the main scheduler could preempt, and it stops at A
+    fifo = run(jobs, 2, backfill="none", **options)
+    assert fifo.preemptions.tolist() == [0, 0, 0, 0]
+    assert by_id(fifo, fifo.start_s)[4] == 1100.0  # after A
+
+
 def test_higher_tier_partitions_schedule_first_with_basic_priority() -> None:
     jobs = (
         workload()

@@ -357,6 +357,31 @@ static double will_run_memo(Sim *sim, WillRunMemo *memo, const BackfillClock *cl
     return when;
 }
 
+/* The running jobs by planned end (whole nodes: at most one per node). */
+static int32_t running_by_end(Sim *sim) {
+    int32_t n_running = 0;
+    gp_walk_begin(sim);
+    for (int32_t job; (job = gp_walk_next(sim)) >= 0;) sim->run_order[n_running++] = job;
+    return n_running;
+}
+
+/* The free nodes, each with the time until which no reservation of this cycle holds it: the
+ * begin of the first record that lacks it. */
+static int32_t free_nodes_clear(Sim *sim, int32_t *free_node, double *clear_until) {
+    int32_t n_free = 0;
+    const uint64_t *free_bits = gp_free_bits(sim);
+    for (int32_t w = 0; w < sim->n_words; w++)
+        for (uint64_t b = free_bits[w]; b; b &= b - 1) {
+            int32_t node = 64 * w + __builtin_ctzll(b);
+            double until = INFINITY;
+            for (int32_t k = 0; k < sim->map_len && until == INFINITY; k++)
+                if (!(rec_bits(sim, k)[w] >> (node & 63) & 1)) until = sim->map_begin[k];
+            free_node[n_free] = node;
+            clear_until[n_free++] = until;
+        }
+    return n_free;
+}
+
 void gp_backfill_map_cycle(Sim *sim, const BackfillClock *clock, double now) {
     int32_t W = sim->n_words;
     if (!sim->bits_scratch) {
@@ -380,10 +405,7 @@ void gp_backfill_map_cycle(Sim *sim, const BackfillClock *clock, double now) {
         int32_t left = sim->total_nodes - 64 * w;
         all[w] = left >= 64 ? ~UINT64_C(0) : ((UINT64_C(1) << left) - 1);
     }
-    /* running jobs by planned end (whole nodes: at most one per node) */
-    int32_t n_running = 0;
-    gp_walk_begin(sim);
-    for (int32_t job; (job = gp_walk_next(sim)) >= 0;) sim->run_order[n_running++] = job;
+    int32_t n_running = running_by_end(sim);
 
     sim->map_len = 0;
     if (map_reserve(sim, 1) < 0 || gp_user_tests_reset(sim) < 0) return;
@@ -392,14 +414,7 @@ void gp_backfill_map_cycle(Sim *sim, const BackfillClock *clock, double now) {
     sim->map_end[0] = floor_res(clock, now + clock->window_s);
     memcpy(rec_bits(sim, 0), all, (size_t)W * sizeof(uint64_t));
 
-    /* the free nodes, each clear of reservations until +infinity for now */
-    int32_t n_free = 0;
-    const uint64_t *free_bits = gp_free_bits(sim);
-    for (int32_t w = 0; w < W; w++)
-        for (uint64_t b = free_bits[w]; b; b &= b - 1) {
-            free_node[n_free] = 64 * w + __builtin_ctzll(b);
-            clear_until[n_free++] = INFINITY;
-        }
+    int32_t n_free = free_nodes_clear(sim, free_node, clear_until);
     int recheck = 1;
 
     int64_t tested = 0;
@@ -408,7 +423,7 @@ void gp_backfill_map_cycle(Sim *sim, const BackfillClock *clock, double now) {
         if (need == GP_GONE || gp_limit_reason(sim, sim->q_job[slot])) continue;
         tested++;
         if (!gp_user_may_test(sim, sim->q_job[slot], clock->max_job_user)) continue;
-        if (recheck) {
+        if (recheck && !sim->preempt_class) { /* a job that preempts needs no free node */
             if (!any_could_start(sim, slot, clock->max_job_test - tested + 1, now, clear_until, n_free)) break;
             recheck = 0;
         }
@@ -440,6 +455,32 @@ void gp_backfill_map_cycle(Sim *sim, const BackfillClock *clock, double now) {
                 if (isnan(later)) break;
                 start_at = later;
                 continue;
+            }
+            if (when > now && start_at == now && sim->preempt_class) {
+                /* job_test.c:_will_run_test with preemptable jobs gone: it can start now by
+                 * preempting jobs on its candidate nodes (select_nodes then preempts them) */
+                int32_t job = sim->q_job[slot];
+                int waiting = sim->awaits_until[job] > now;
+                int fits = !waiting && gp_try_preempt(sim, slot, now, candidates);
+                if (fits || waiting || sim->awaits_until[job] > now) {
+                    if (fits) {
+                        const uint64_t *free_bits = gp_free_bits(sim);
+                        for (int32_t w = 0; w < W; w++) chosen[w] = candidates[w] & free_bits[w];
+                        gp_choose_nodes(sim, chosen, need);
+                        memset(chosen, 0, (size_t)W * sizeof(uint64_t));
+                        for (int32_t k = 0; k < need; k++)
+                            chosen[sim->node_scratch[k] >> 6] |= UINT64_C(1) << (sim->node_scratch[k] & 63);
+                        gp_start_slot_on(sim, slot, now);
+                        add_reservation(sim, clock, sim->map_begin[0], floor_res(clock, now + limit), chosen);
+                    }
+                    /* victims left or will leave: the running jobs and free nodes changed. A job
+                     * waiting for its victims' grace time holds no reservation. */
+                    memo.used = 0;
+                    n_running = running_by_end(sim);
+                    n_free = free_nodes_clear(sim, free_node, clear_until);
+                    recheck = 1;
+                    break;
+                }
             }
             if (when < start_at) when = start_at;
             /* the chosen nodes, as a bitmap (node_scratch is reused below) */

@@ -569,8 +569,9 @@ void gp_overlay_begin(Sim *sim) {
 
 void gp_overlay_add(Sim *sim, int32_t node, int32_t gpus) {
     int32_t old = gp_overlay_free(sim, node), free = old + gpus;
-    for (int32_t g = free + 1; g <= old; g++) sim->ov_count[g]--;
-    for (int32_t g = old + 1; g <= free; g++) sim->ov_count[g]++;
+    /* a node may go below 0 (preemption: a node put out of reach); ov_count counts from 0 */
+    for (int32_t g = free + 1 > 0 ? free + 1 : 0; g <= old; g++) sim->ov_count[g]--;
+    for (int32_t g = old + 1 > 0 ? old + 1 : 0; g <= free; g++) sim->ov_count[g]++;
     sim->ov_free[node] = (int16_t)free;
     sim->ov_stamp[node] = sim->ov_epoch;
 }
@@ -770,7 +771,7 @@ static int victim_cmp(const void *pa, const void *pb) {
     return (a->job_id > b->job_id) - (a->job_id < b->job_id);
 }
 
-int gp_try_preempt(Sim *sim, int32_t slot, double now) {
+int gp_try_preempt(Sim *sim, int32_t slot, double now, const uint64_t *allowed) {
     int32_t job = sim->q_job[slot];
     int32_t cls = sim->preempt_class[job], n = sim->n_preempt_classes;
     if (sim->awaits_until[job] > now) return 0; /* its victims are still in their grace time */
@@ -787,6 +788,10 @@ int gp_try_preempt(Sim *sim, int32_t slot, double now) {
     qsort(cand, (size_t)count, sizeof(Victim), victim_cmp);
     int32_t gpus = sim->gpn[job], nodes = sim->q_nodes[slot], taken = 0;
     gp_overlay_begin(sim);
+    if (allowed) /* a node it may not use stays short of GPUs whatever its victims free */
+        for (int32_t node = 0; node < sim->total_nodes; node++)
+            if (!(allowed[node >> 6] >> (node & 63) & 1))
+                gp_overlay_add(sim, node, -gp_overlay_free(sim, node) - sim->node_gpus - 1);
     while (taken < count && sim->ov_count[gpus] < nodes) gp_overlay_add_job(sim, cand[taken++].job, +1);
     if (sim->ov_count[gpus] < nodes) return 0;
     for (int32_t k = 0; k < taken; k++) {

@@ -328,10 +328,11 @@ void gp_start_slot(Sim *sim, int32_t slot, double now);
 
 enum { GP_PREEMPT_OFF, GP_PREEMPT_CANCEL, GP_PREEMPT_REQUEUE, GP_PREEMPT_SUSPEND };
 
-/* Preempt running jobs so that the job in queue slot `slot` (which does not fit now) can start.
- * Returns 1 when it fits now (victims with no GraceTime left at once), 0 when it must wait (for
- * victims' grace time, or because preemptable jobs would not free enough nodes). */
-int gp_try_preempt(Sim *sim, int32_t slot, double now);
+/* Preempt running jobs so that the job in queue slot `slot` (which does not fit now) can start,
+ * on the nodes of `allowed` (a bitmap of n_words words; NULL: any node). Returns 1 when it fits
+ * now (victims with no GraceTime left at once), 0 when it must wait (for victims' grace time, or
+ * because preemptable jobs would not free enough nodes). */
+int gp_try_preempt(Sim *sim, int32_t slot, double now, const uint64_t *allowed);
 
 /* Why a job may not start now whatever the free nodes (Slurm's pending reasons), or 0. A job held
  * by a limit is skipped by the schedulers: it blocks no one (slurmctld's job_scheduler does so). */

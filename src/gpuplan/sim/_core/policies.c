@@ -39,7 +39,7 @@ static void main_pass(Sim *sim, double now, int64_t max_tested) {
         if (sim->q_nodes[slot] == GP_GONE) continue;
         if (++tested > max_tested) break; /* default_queue_depth */
         if (gp_limit_reason(sim, sim->q_job[slot])) continue;
-        if (!gp_fits_now(sim, slot) && !(sim->preempt_class && gp_try_preempt(sim, slot, now))) break;
+        if (!gp_fits_now(sim, slot) && !(sim->preempt_class && gp_try_preempt(sim, slot, now, NULL))) break;
         gp_start_slot(sim, slot, now);
     }
 }
