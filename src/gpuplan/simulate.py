@@ -31,7 +31,7 @@ from gpuplan.sim.topology import Topology
 class SimulateRequest:
     input: Path
     model: str = "slurm"
-    backfill: str | None = None  # none | easy | slurm (default: the scenario's models.slurm, else easy)
+    backfill: str | None = None  # none | easy | slurm (default: the scenario's models.slurm, else slurm)
     options: InputOptions = field(default_factory=InputOptions)
     out: Path = Path("gpuplan-out")
 

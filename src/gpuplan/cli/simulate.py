@@ -45,7 +45,7 @@ def simulate(
         Backfill | None,
         typer.Option(
             help="Slurm backfill: none (strict FIFO), easy (EASY) or slurm (sched/backfill with the "
-            "scenario's bf_* settings, else Slurm's defaults) [default: the scenario's, else easy]."
+            "scenario's bf_* settings, else Slurm's defaults) [default: the scenario's, else slurm]."
         ),
     ] = None,
     trace_format: FormatOption = None,

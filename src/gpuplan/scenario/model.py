@@ -379,7 +379,7 @@ class SlurmSettings(Section):
     """Policy settings of the Slurm model, named as in slurm.conf (``SchedulerParameters``)."""
 
     backfill: Literal["none", "easy", "slurm"] = Field(
-        "easy", description="none: strict FIFO; easy: EASY backfilling; slurm: sched/backfill"
+        "slurm", description="none: strict FIFO; easy: EASY backfilling; slurm: sched/backfill"
     )
     bf_interval: int = Field(30, ge=1, le=10800, description="seconds between backfill cycles")
     bf_window: int = Field(1440, ge=1, le=43200, description="minutes into the future a job may reserve")

@@ -2,7 +2,8 @@
 
 ``--backfill none`` is strict FIFO (a blocked head blocks everyone); ``--backfill easy`` is EASY
 backfilling (only the queue head holds a reservation); ``--backfill slurm`` is Slurm's own backfill
-(``SchedulerType=sched/backfill``): every ``bf_interval`` seconds each tested job, up to
+(``SchedulerType=sched/backfill``), with the main scheduler on slurmctld's clock (``sched_interval``,
+``batch_sched_delay``, ``default_queue_depth``): every ``bf_interval`` seconds each tested job, up to
 ``bf_max_job_test``, starts now or reserves the earliest slot within ``bf_window`` in a time profile
 kept at ``bf_resolution`` on the epoch clock, with cycles every ``bf_interval`` from slurmctld's start
 (see ``_core/policies.c`` and ``_core/backfill_map.c``).

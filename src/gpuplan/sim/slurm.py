@@ -54,7 +54,7 @@ REASONS = (*HELD_REASONS, *REFUSALS[1:], "QOSMaxWallDurationPerJobLimit", "NodeC
 class SlurmSettings:
     """Scheduler settings, named and defaulted as in slurm.conf (SchedulerParameters)."""
 
-    backfill: str = "easy"  # none | easy | slurm
+    backfill: str = "slurm"  # none | easy | slurm
     bf_interval: int = 30  # seconds between backfill cycles
     bf_window: int = 1440  # minutes ahead a job may be reserved
     bf_resolution: int = 60  # seconds: granularity of the time profile
