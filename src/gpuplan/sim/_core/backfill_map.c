@@ -460,26 +460,19 @@ void gp_backfill_map_cycle(Sim *sim, const BackfillClock *clock, double now) {
                 /* job_test.c:_will_run_test with preemptable jobs gone: it can start now by
                  * preempting jobs on its candidate nodes (select_nodes then preempts them) */
                 int32_t job = sim->q_job[slot];
-                int waiting = sim->awaits_until[job] > now;
-                int fits = !waiting && gp_try_preempt(sim, slot, now, candidates);
-                if (fits || waiting || sim->awaits_until[job] > now) {
-                    if (fits) {
-                        const uint64_t *free_bits = gp_free_bits(sim);
-                        for (int32_t w = 0; w < W; w++) chosen[w] = candidates[w] & free_bits[w];
-                        gp_choose_nodes(sim, chosen, need);
-                        memset(chosen, 0, (size_t)W * sizeof(uint64_t));
-                        for (int32_t k = 0; k < need; k++)
-                            chosen[sim->node_scratch[k] >> 6] |= UINT64_C(1) << (sim->node_scratch[k] & 63);
-                        gp_start_slot_on(sim, slot, now);
-                        add_reservation(sim, clock, sim->map_begin[0], floor_res(clock, now + limit), chosen);
-                    }
-                    /* victims left or will leave: the running jobs and free nodes changed. A job
-                     * waiting for its victims' grace time holds no reservation. */
+                int fits = sim->awaits_until[job] <= now && gp_try_preempt(sim, slot, now, candidates);
+                if (fits || sim->awaits_until[job] > now) {
+                    /* victims left or will leave: the running jobs and free nodes changed */
                     memo.used = 0;
                     n_running = running_by_end(sim);
                     n_free = free_nodes_clear(sim, free_node, clear_until);
                     recheck = 1;
-                    break;
+                    if (!fits) break; /* waiting out its victims' grace time: no reservation */
+                    /* it starts now, below, on the best fit of its free candidates */
+                    const uint64_t *free_bits = gp_free_bits(sim);
+                    for (int32_t w = 0; w < W; w++) chosen[w] = candidates[w] & free_bits[w];
+                    gp_choose_nodes(sim, chosen, need);
+                    when = now;
                 }
             }
             if (when < start_at) when = start_at;

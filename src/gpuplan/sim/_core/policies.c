@@ -177,6 +177,13 @@ enum {
  * (--begin) queues none: the next pass notices it. sched_interval < 0 disables the periodic pass.
  * Events at a tick's instant are served by that tick.
  */
+/* Requests queued since the main scheduler last looked: one pass serves them all. */
+static void take_requests(Sim *sim) {
+    if (sim->sched_requests == sim->main_requests_seen) return;
+    sim->main_requests_seen = sim->sched_requests;
+    sim->main_pending = 1;
+}
+
 static void main_scheduler(Sim *sim, double now) {
     double phase = sim->params[CONTROLLER_START], interval = sim->params[SCHED_INTERVAL];
     double delay = sim->params[BATCH_SCHED_DELAY];
@@ -194,10 +201,7 @@ static void main_scheduler(Sim *sim, double now) {
             sim->main_next_full = last;
         }
     }
-    if (sim->sched_requests != sim->main_requests_seen) {
-        sim->main_requests_seen = sim->sched_requests;
-        sim->main_pending = 1;
-    }
+    take_requests(sim);
     int on_tick = now - phase == floor(now - phase);
     if (now == sim->main_next_full) {
         main_pass(sim, now, INT64_MAX);
@@ -211,10 +215,7 @@ static void main_scheduler(Sim *sim, double now) {
         sim->main_last_pass = now;
         sim->main_pending = 0;
     }
-    if (sim->sched_requests != sim->main_requests_seen) { /* jobs the pass preempted ended */
-        sim->main_requests_seen = sim->sched_requests;
-        sim->main_pending = 1;
-    }
+    take_requests(sim); /* jobs the pass preempted ended */
     if (sim->main_pending) {
         double due = sim->main_last_pass + delay > now ? sim->main_last_pass + delay : now;
         due = phase + ceil(due - phase);
