@@ -57,6 +57,38 @@ def test_easy_backfills_a_job_that_leaves_the_head_its_gpus() -> None:
     assert starts(linear) == {1: 0.0, 2: 0.0, 3: 100.0, 4: 150.0, 5: 150.0}
 
 
+def test_slurm_backfill_reserves_whole_nodes_for_jobs_sharing_them() -> None:
+    # One node of 4 GPUs. A holds 3 until 100; H (2 GPUs) reserves the node from 100 in Slurm's
+    # map, which holds whole nodes (backfill.c:_add_reservation): L (1 GPU for 150 s), whose window
+    # crosses that reservation, may not use the node's free GPU now, though H and L would both fit
+    # at 100. EASY's per-GPU rule lets L start at once, as H still fits at its shadow time.
+    jobs = (
+        workload()
+        .job(submit=0, run=100, limit=100, gpus=3)  # A
+        .job(submit=1, run=100, limit=100, gpus=2)  # H
+        .job(submit=2, run=150, limit=150, gpus=1)  # L
+    )
+    slurm = run(jobs, 1, 4, backfill="slurm", bf_interval=1, bf_resolution=1, **MAIN_EVERY_SECOND)
+    assert starts(slurm) == {1: 0.0, 2: 100.0, 3: 100.0}
+    assert starts(run(jobs, 1, 4, backfill="easy")) == {1: 0.0, 2: 100.0, 3: 2.0}
+
+
+def test_slurm_backfill_starts_on_shared_nodes_leave_them_in_the_map() -> None:
+    # One node of 4 GPUs; A holds 2 until 100; H (4 GPUs) is blocked and reserves from 100. At the
+    # cycle of 10, B1 and B2 (1 GPU, 50 s, ending before H's reservation) both start on the node's
+    # free GPUs: a job that shares a node does not take it out of the map for the jobs tested after
+    # it (backfill.c:_bf_reserve_running only reserves whole-node jobs).
+    jobs = (
+        workload()
+        .job(submit=0, run=100, limit=100, gpus=2)  # A
+        .job(submit=1, run=50, limit=50, gpus=4)  # H
+        .job(submit=2, run=50, limit=50, gpus=1)  # B1
+        .job(submit=3, run=50, limit=50, gpus=1)  # B2
+    )
+    result = run(jobs, 1, 4, backfill="slurm", bf_interval=10, bf_resolution=1, **MAIN_EVERY_SECOND)
+    assert starts(result) == {1: 0.0, 2: 100.0, 3: 10.0, 4: 10.0}
+
+
 @st.composite
 def gpu_workloads(draw: st.DrawFn) -> Workload:
     jobs = workload()

@@ -239,6 +239,15 @@ static void add_job_nodes(const Sim *sim, int32_t job, uint64_t *bits) {
             bits[w] |= range_mask(w, r[2 * k], r[2 * k + 1]);
 }
 
+/* A released running job gives its GPUs back on the overlay: its nodes with `gpus` free join `usable`. */
+static void release_gpus(Sim *sim, int32_t job, int32_t gpus, uint64_t *usable) {
+    gp_overlay_add_job(sim, job, +1);
+    const int32_t *r = sim->ranges + 2 * sim->range_first[job];
+    for (int32_t k = 0; k < sim->range_count[job]; k++)
+        for (int32_t node = r[2 * k]; node < r[2 * k] + r[2 * k + 1]; node++)
+            if (gp_overlay_free(sim, node) >= gpus) usable[node >> 6] |= UINT64_C(1) << (node & 63);
+}
+
 /* Enough of `candidates` among `usable` for `need` nodes? Then choose them (node_scratch). */
 static int fits_on(Sim *sim, const uint64_t *candidates, const uint64_t *usable, uint64_t *both, int32_t need) {
     for (int32_t w = 0; w < sim->n_words; w++) both[w] = candidates[w] & usable[w];
@@ -246,17 +255,20 @@ static int fits_on(Sim *sim, const uint64_t *candidates, const uint64_t *usable,
 }
 
 /*
- * job_test.c:_will_run_test: the earliest time the job fits on `candidates`, with its nodes in
- * node_scratch, or INFINITY. `ordered` are the running jobs by planned end. A running job with no
- * candidate node is skipped, and then the next one joins the group whatever its end (as Slurm's
- * loop does).
+ * job_test.c:_will_run_test: the earliest time the job (`need` nodes with `gpus` GPUs each) fits
+ * on `candidates`, with its nodes in node_scratch, or INFINITY. `ordered` are the running jobs by
+ * planned end. A running job with no candidate node is skipped, and then the next one joins the
+ * group whatever its end (as Slurm's loop does). Released jobs free whole nodes in a whole-node
+ * pool, else their GPUs on an overlay of free GPUs per node.
  */
 static double will_run(Sim *sim, const BackfillClock *clock, const uint64_t *candidates, int32_t need,
-                       double now, const int32_t *ordered, int32_t n_running) {
+                       int32_t gpus, double now, const int32_t *ordered, int32_t n_running) {
     int32_t W = sim->n_words;
     uint64_t *released = sim->bits_scratch + 2 * (size_t)W, *both = sim->bits_scratch + 3 * (size_t)W;
-    if (fits_on(sim, candidates, gp_free_bits(sim), both, need)) return now;
-    memcpy(released, gp_free_bits(sim), (size_t)W * sizeof(uint64_t));
+    const uint64_t *usable_now = gp_level_bits(sim, gpus);
+    if (fits_on(sim, candidates, usable_now, both, need)) return now;
+    memcpy(released, usable_now, (size_t)W * sizeof(uint64_t));
+    if (!sim->whole_nodes) gp_overlay_begin(sim);
     double window = 30, boundary = NAN;
     int32_t i = 0;
     while (i < n_running) {
@@ -273,7 +285,10 @@ static double will_run(Sim *sim, const BackfillClock *clock, const uint64_t *can
                 boundary = end + 30 - fmod(fmod(end + clock->epoch_s, 30) + 30, 30);
             }
             last = job;
-            add_job_nodes(sim, job, released);
+            if (sim->whole_nodes)
+                add_job_nodes(sim, job, released);
+            else
+                release_gpus(sim, job, gpus, released);
             if (i >= n_running) {
                 more = 0;
                 break;
@@ -320,6 +335,37 @@ static int any_could_start(Sim *sim, int32_t slot, int64_t budget, double now, c
 }
 
 /*
+ * The same question where jobs share nodes: a job of `need` nodes with `gpus` GPUs each could start
+ * only on as many free nodes with that many free GPUs, clear for its window. Most free nodes are
+ * clear for good (no reservation of this cycle holds them): they are counted by free GPUs once;
+ * the others are tested one by one.
+ */
+static int any_could_start_gpus(Sim *sim, int32_t slot, int64_t budget, double now, const int32_t *free_node,
+                                const double *clear_until, int32_t n_free) {
+    int32_t G = sim->node_gpus, *at_least = sim->prune_scratch, *held = sim->prune_scratch + G + 2;
+    memset(at_least, 0, (size_t)(G + 2) * sizeof(int32_t));
+    int32_t n_held = 0;
+    for (int32_t k = 0; k < n_free; k++) {
+        if (clear_until[k] == INFINITY)
+            at_least[sim->node_free[free_node[k]]]++;
+        else
+            held[n_held++] = k;
+    }
+    for (int32_t g = G - 1; g >= 1; g--) at_least[g] += at_least[g + 1];
+    for (; slot < sim->q_count && budget > 0; slot++) {
+        int32_t need = sim->q_nodes[slot], job = sim->q_job[slot];
+        if (need == GP_GONE || gp_limit_reason(sim, job)) continue; /* not tested */
+        budget--;
+        int32_t gpus = sim->gpn[job], clear = at_least[gpus];
+        double until = now + sim->q_estimate[slot];
+        for (int32_t h = 0; h < n_held && clear < need; h++)
+            if (sim->node_free[free_node[held[h]]] >= gpus && clear_until[held[h]] > until) clear++;
+        if (clear >= need) return 1;
+    }
+    return 0;
+}
+
+/*
  * A cycle asks will-run the same question many times (jobs of one size on the same candidates,
  * and each TRY_LATER step of a job), and the answer only changes when a job starts: the last
  * answers are kept, by candidates and node count, and dropped at every start.
@@ -328,28 +374,32 @@ enum { MEMO_SLOTS = 8 };
 
 typedef struct {
     int32_t used, next;
-    int32_t need[MEMO_SLOTS];
+    int32_t need[MEMO_SLOTS], gpus[MEMO_SLOTS];
     double when[MEMO_SLOTS];
     uint64_t *candidates; /* MEMO_SLOTS x n_words */
     int32_t *nodes;       /* MEMO_SLOTS x total_nodes */
 } WillRunMemo;
 
+/* Forget every answer: entries [0, used) are the kept ones, so the next one goes to slot 0. */
+static void memo_clear(WillRunMemo *memo) { memo->used = memo->next = 0; }
+
 static double will_run_memo(Sim *sim, WillRunMemo *memo, const BackfillClock *clock, const uint64_t *candidates,
-                            int32_t need, double now, const int32_t *ordered, int32_t n_running) {
+                            int32_t need, int32_t gpus, double now, const int32_t *ordered, int32_t n_running) {
     int32_t W = sim->n_words;
     for (int32_t m = 0; m < memo->used; m++) {
-        if (memo->need[m] != need ||
+        if (memo->need[m] != need || memo->gpus[m] != gpus ||
             memcmp(memo->candidates + (size_t)m * W, candidates, (size_t)W * sizeof(uint64_t)) != 0)
             continue;
         if (memo->when[m] != INFINITY)
             memcpy(sim->node_scratch, memo->nodes + (size_t)m * sim->total_nodes, (size_t)need * sizeof(int32_t));
         return memo->when[m];
     }
-    double when = will_run(sim, clock, candidates, need, now, ordered, n_running);
+    double when = will_run(sim, clock, candidates, need, gpus, now, ordered, n_running);
     int32_t m = memo->next;
     memo->next = (m + 1) % MEMO_SLOTS;
     if (memo->used < MEMO_SLOTS) memo->used++;
     memo->need[m] = need;
+    memo->gpus[m] = gpus;
     memo->when[m] = when;
     memcpy(memo->candidates + (size_t)m * W, candidates, (size_t)W * sizeof(uint64_t));
     if (when != INFINITY)
@@ -357,19 +407,99 @@ static double will_run_memo(Sim *sim, WillRunMemo *memo, const BackfillClock *cl
     return when;
 }
 
-/* The running jobs by planned end (whole nodes: at most one per node). */
-static int32_t running_by_end(Sim *sim) {
-    int32_t n_running = 0;
-    gp_walk_begin(sim);
-    for (int32_t job; (job = gp_walk_next(sim)) >= 0;) sim->run_order[n_running++] = job;
-    return n_running;
+/* Advance reservations (models.slurm.reservations) the job may not use over [from, until): their
+ * nodes leave `nodes` (job_test_resv: a job's available nodes at a start time). */
+static void drop_windowed(const Sim *sim, int32_t job, uint64_t *nodes, double from, double until) {
+    for (int32_t w = 0; w < sim->n_words; w++)
+        for (uint64_t b = nodes[w]; b; b &= b - 1) {
+            int32_t node = 64 * w + __builtin_ctzll(b);
+            if (gp_window_blocks_at(sim, node, job, from, until)) nodes[w] &= ~(UINT64_C(1) << (node & 63));
+        }
 }
 
-/* The free nodes, each with the time until which no reservation of this cycle holds it: the
- * begin of the first record that lacks it. */
+/* Does an advance reservation the job may not use hold one of its `need` chosen nodes (node_scratch)
+ * over [from, until)? */
+static int windowed(const Sim *sim, int32_t job, int32_t need, double from, double until) {
+    for (int32_t k = 0; k < need; k++)
+        if (gp_window_blocks_at(sim, sim->node_scratch[k], job, from, until)) return 1;
+    return 0;
+}
+
+typedef struct RunKey {
+    double end;
+    int64_t job_id;
+    int32_t job;
+} RunKey;
+
+/* The engine's order of running jobs: planned end, then job id, then index. */
+static int run_key_cmp(const void *pa, const void *pb) {
+    const RunKey *a = pa, *b = pb;
+    if (a->end != b->end) return a->end < b->end ? -1 : 1;
+    if (a->job_id != b->job_id) return a->job_id < b->job_id ? -1 : 1;
+    return (a->job > b->job) - (a->job < b->job);
+}
+
+static RunKey run_key(const Sim *sim, int32_t job) { return (RunKey){sim->est_end[job], sim->job_id[job], job}; }
+
+static int is_running(const Sim *sim, int32_t job) {
+    int32_t pos = sim->est_pos[job];
+    return pos >= 0 && pos < sim->est_len && sim->est_heap[pos] == job;
+}
+
+/*
+ * The running jobs by planned end, in run_order. Between two cycles only a few jobs start and end,
+ * so the last list is kept (sim->run_listed): the jobs still running keep their order, and the
+ * ones started since are sorted and merged in, in O(R + new log new) rather than a walk of the
+ * heap in O(R log R). A kept job whose planned end moved (a preemption's grace) can break the
+ * order: then the list is rebuilt by walking the heap.
+ */
+static int32_t running_by_end(Sim *sim) {
+    if (++sim->run_mark_epoch == 0) {
+        memset(sim->run_mark, 0, (size_t)sim->n_jobs * sizeof(uint32_t));
+        sim->run_mark_epoch = 1;
+    }
+    uint32_t mark = sim->run_mark_epoch;
+    int32_t kept = 0, sorted = 1;
+    for (int32_t k = 0; k < sim->run_listed; k++) {
+        int32_t job = sim->run_order[k];
+        if (!is_running(sim, job)) continue;
+        if (kept > 0) {
+            RunKey before = run_key(sim, sim->run_order[kept - 1]), here = run_key(sim, job);
+            if (run_key_cmp(&before, &here) > 0) sorted = 0;
+        }
+        sim->run_mark[job] = mark;
+        sim->run_order[kept++] = job;
+    }
+    int32_t fresh = 0;
+    for (int32_t k = 0; k < sim->est_len; k++)
+        if (sim->run_mark[sim->est_heap[k]] != mark) sim->run_fresh[fresh++] = run_key(sim, sim->est_heap[k]);
+    if (!sorted) {
+        int32_t n_running = 0;
+        gp_walk_begin(sim);
+        for (int32_t job; (job = gp_walk_next(sim)) >= 0;) sim->run_order[n_running++] = job;
+        return sim->run_listed = n_running;
+    }
+    qsort(sim->run_fresh, (size_t)fresh, sizeof(RunKey), run_key_cmp);
+    /* merge from the back: kept jobs in run_order[0, kept), fresh ones in run_fresh */
+    int32_t i = kept - 1, j = fresh - 1;
+    for (int32_t out = kept + fresh - 1; j >= 0; out--) {
+        if (i >= 0) {
+            RunKey last_kept = run_key(sim, sim->run_order[i]);
+            if (run_key_cmp(&last_kept, &sim->run_fresh[j]) > 0) {
+                sim->run_order[out] = sim->run_order[i--];
+                continue;
+            }
+        }
+        sim->run_order[out] = sim->run_fresh[j--].job;
+    }
+    return sim->run_listed = kept + fresh;
+}
+
+/* The nodes with a free GPU, each with the time until which no reservation of this cycle holds
+ * it: the begin of the first record that lacks it. */
 static int32_t free_nodes_clear(Sim *sim, int32_t *free_node, double *clear_until) {
     int32_t n_free = 0;
-    const uint64_t *free_bits = gp_free_bits(sim);
+    const uint64_t *free_bits = gp_level_bits(sim, 1);
     for (int32_t w = 0; w < sim->n_words; w++)
         for (uint64_t b = free_bits[w]; b; b &= b - 1) {
             int32_t node = 64 * w + __builtin_ctzll(b);
@@ -385,11 +515,20 @@ static int32_t free_nodes_clear(Sim *sim, int32_t *free_node, double *clear_unti
 void gp_backfill_map_cycle(Sim *sim, const BackfillClock *clock, double now) {
     int32_t W = sim->n_words;
     if (!sim->bits_scratch) {
-        /* 4 scratch bitmaps, the memo's candidates, 2 for the window; the memo's node lists after run_order */
+        /* 4 scratch bitmaps, the memo's candidates, 2 for the window */
         sim->bits_scratch = PyMem_RawCalloc((size_t)(6 + MEMO_SLOTS) * W, sizeof(uint64_t));
-        sim->run_order = PyMem_RawCalloc((size_t)(MEMO_SLOTS + 2) * sim->total_nodes + 1, sizeof(int32_t));
+        /* every running job holds at least one GPU */
+        int64_t gpus = (int64_t)sim->total_nodes * sim->node_gpus;
+        size_t most_running = (size_t)(gpus < sim->n_jobs ? gpus : sim->n_jobs) + 1;
+        sim->run_order = PyMem_RawCalloc(most_running, sizeof(int32_t));
+        sim->run_fresh = PyMem_RawCalloc(most_running, sizeof(RunKey));
+        sim->run_mark = PyMem_RawCalloc((size_t)sim->n_jobs + 1, sizeof(uint32_t));
+        sim->memo_nodes = PyMem_RawCalloc((size_t)MEMO_SLOTS * sim->total_nodes, sizeof(int32_t));
+        sim->free_list = PyMem_RawCalloc((size_t)sim->total_nodes, sizeof(int32_t));
         sim->map_clear = PyMem_RawCalloc(2 * (size_t)sim->total_nodes, sizeof(double));
-        if (!sim->bits_scratch || !sim->run_order || !sim->map_clear) {
+        sim->prune_scratch = PyMem_RawCalloc((size_t)sim->node_gpus + 2 + (size_t)sim->total_nodes, sizeof(int32_t));
+        if (!sim->bits_scratch || !sim->run_order || !sim->run_fresh || !sim->run_mark || !sim->memo_nodes ||
+            !sim->free_list || !sim->map_clear || !sim->prune_scratch) {
             sim->out_of_memory = 1;
             return;
         }
@@ -397,15 +536,14 @@ void gp_backfill_map_cycle(Sim *sim, const BackfillClock *clock, double now) {
     uint64_t *all = sim->bits_scratch, *candidates = sim->bits_scratch + W, *chosen = sim->bits_scratch + 3 * (size_t)W;
     uint64_t *prefix = sim->bits_scratch + (size_t)(4 + MEMO_SLOTS) * W;
     Window win = {.behind = prefix + W};
-    int32_t *free_node = sim->run_order + (size_t)(MEMO_SLOTS + 1) * sim->total_nodes + 1;
+    int32_t *free_node = sim->free_list;
     double *clear_until = sim->map_clear;
-    WillRunMemo memo = {.candidates = sim->bits_scratch + 4 * (size_t)W,
-                        .nodes = sim->run_order + sim->total_nodes + 1};
+    WillRunMemo memo = {.candidates = sim->bits_scratch + 4 * (size_t)W, .nodes = sim->memo_nodes};
     for (int32_t w = 0; w < W; w++) {
         int32_t left = sim->total_nodes - 64 * w;
         all[w] = left >= 64 ? ~UINT64_C(0) : ((UINT64_C(1) << left) - 1);
     }
-    int32_t n_running = running_by_end(sim);
+    int32_t n_running = -1; /* the running jobs by planned end: listed when will-run first needs them */
 
     sim->map_len = 0;
     if (map_reserve(sim, 1) < 0 || gp_user_tests_reset(sim) < 0) return;
@@ -424,10 +562,14 @@ void gp_backfill_map_cycle(Sim *sim, const BackfillClock *clock, double now) {
         tested++;
         if (!gp_user_may_test(sim, sim->q_job[slot], clock->max_job_user)) continue;
         if (recheck && !sim->preempt_class) { /* a job that preempts needs no free node */
-            if (!any_could_start(sim, slot, clock->max_job_test - tested + 1, now, clear_until, n_free)) break;
+            int64_t budget = clock->max_job_test - tested + 1;
+            if (sim->whole_jobs ? !any_could_start(sim, slot, budget, now, clear_until, n_free)
+                                : !any_could_start_gpus(sim, slot, budget, now, free_node, clear_until, n_free))
+                break;
             recheck = 0;
         }
         double limit = sim->q_estimate[slot];
+        int32_t gpus = sim->gpn[sim->q_job[slot]];
         double start_at = now;
         window_reset(sim, &win, all, first_ending_after(sim, now));
         for (int tries = 0; tries < MAX_TRIES && !sim->out_of_memory; tries++) {
@@ -448,9 +590,12 @@ void gp_backfill_map_cycle(Sim *sim, const BackfillClock *clock, double now) {
             /* candidates: the nodes of every record of the window */
             window_move(sim, &win, all, first, beyond - 1);
             window_and(sim, &win, all, candidates);
+            if (sim->n_windows) drop_windowed(sim, sim->q_job[slot], candidates, start_at, start_at + limit);
             double when = INFINITY;
-            if (popcount(candidates, W) >= need)
-                when = will_run_memo(sim, &memo, clock, candidates, need, now, sim->run_order, n_running);
+            if (popcount(candidates, W) >= need) {
+                if (n_running < 0) n_running = running_by_end(sim);
+                when = will_run_memo(sim, &memo, clock, candidates, need, gpus, now, sim->run_order, n_running);
+            }
             if (when == INFINITY) {
                 if (isnan(later)) break;
                 start_at = later;
@@ -463,19 +608,23 @@ void gp_backfill_map_cycle(Sim *sim, const BackfillClock *clock, double now) {
                 int fits = sim->awaits_until[job] <= now && gp_try_preempt(sim, slot, now, candidates);
                 if (fits || sim->awaits_until[job] > now) {
                     /* victims left or will leave: the running jobs and free nodes changed */
-                    memo.used = 0;
+                    memo_clear(&memo);
                     n_running = running_by_end(sim);
                     n_free = free_nodes_clear(sim, free_node, clear_until);
                     recheck = 1;
                     if (!fits) break; /* waiting out its victims' grace time: no reservation */
                     /* it starts now, below, on the best fit of its free candidates */
-                    const uint64_t *free_bits = gp_free_bits(sim);
-                    for (int32_t w = 0; w < W; w++) chosen[w] = candidates[w] & free_bits[w];
+                    const uint64_t *usable = gp_level_bits(sim, gpus);
+                    for (int32_t w = 0; w < W; w++) chosen[w] = candidates[w] & usable[w];
                     gp_choose_nodes(sim, chosen, need);
                     when = now;
                 }
             }
             if (when < start_at) when = start_at;
+            if (when > start_at && sim->n_windows && windowed(sim, sim->q_job[slot], need, when, when + limit)) {
+                start_at = when; /* an advance reservation takes a chosen node then: candidates from then */
+                continue;
+            }
             /* the chosen nodes, as a bitmap (node_scratch is reused below) */
             memset(chosen, 0, (size_t)W * sizeof(uint64_t));
             for (int32_t k = 0; k < need; k++)
@@ -483,7 +632,7 @@ void gp_backfill_map_cycle(Sim *sim, const BackfillClock *clock, double now) {
             if (when <= now) {
                 int32_t job = sim->q_job[slot];
                 gp_start_slot_on(sim, slot, now);
-                memo.used = 0; /* the running jobs and free nodes changed */
+                memo_clear(&memo); /* the running jobs and free nodes changed */
                 /* later will-run tests of this cycle know it by its planned end */
                 int32_t at = n_running++;
                 while (at > 0 && sim->est_end[sim->run_order[at - 1]] > sim->est_end[job]) {
@@ -491,10 +640,14 @@ void gp_backfill_map_cycle(Sim *sim, const BackfillClock *clock, double now) {
                     at--;
                 }
                 sim->run_order[at] = job;
-                add_reservation(sim, clock, sim->map_begin[0], floor_res(clock, now + limit), chosen);
-                int32_t kept = 0;
+                sim->run_listed = n_running;
+                /* a job on whole nodes holds them in the map (backfill.c:_bf_reserve_running); one
+                 * sharing nodes does not: later will-run tests see its GPUs busy until its end */
+                if (gpus == sim->node_gpus)
+                    add_reservation(sim, clock, sim->map_begin[0], floor_res(clock, now + limit), chosen);
+                int32_t kept = 0; /* the nodes it took leave the free ones when full */
                 for (int32_t k = 0; k < n_free; k++)
-                    if (!(chosen[free_node[k] >> 6] >> (free_node[k] & 63) & 1)) {
+                    if (sim->node_free[free_node[k]] > 0) {
                         free_node[kept] = free_node[k];
                         clear_until[kept++] = clear_until[k];
                     }

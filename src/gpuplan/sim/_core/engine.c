@@ -35,8 +35,6 @@ int gp_sim_init(Sim *sim, int32_t n_jobs, int32_t total_nodes, int32_t node_gpus
     sim->ov_free = xcalloc(sim, (size_t)total_nodes, sizeof(int16_t));
     sim->ov_stamp = xcalloc(sim, (size_t)total_nodes, sizeof(uint32_t));
     sim->ov_count = xcalloc(sim, (size_t)node_gpus + 1, sizeof(int32_t));
-    sim->reserved_from = xcalloc(sim, (size_t)total_nodes, sizeof(double));
-    sim->reserved_stamp = xcalloc(sim, (size_t)total_nodes, sizeof(uint32_t));
     sim->run_start = xcalloc(sim, (size_t)total_nodes / 2 + 1, sizeof(int32_t));
     sim->run_len = xcalloc(sim, (size_t)total_nodes / 2 + 1, sizeof(int32_t));
     sim->q_job = xcalloc(sim, (size_t)n_jobs, sizeof(int32_t));
@@ -78,8 +76,6 @@ void gp_sim_free(Sim *sim) {
     PyMem_RawFree(sim->ov_free);
     PyMem_RawFree(sim->ov_stamp);
     PyMem_RawFree(sim->ov_count);
-    PyMem_RawFree(sim->reserved_from);
-    PyMem_RawFree(sim->reserved_stamp);
     PyMem_RawFree(sim->run_start);
     PyMem_RawFree(sim->run_len);
     PyMem_RawFree(sim->map_begin);
@@ -88,6 +84,11 @@ void gp_sim_free(Sim *sim) {
     PyMem_RawFree(sim->map_suffix);
     PyMem_RawFree(sim->bits_scratch);
     PyMem_RawFree(sim->run_order);
+    PyMem_RawFree(sim->memo_nodes);
+    PyMem_RawFree(sim->run_fresh);
+    PyMem_RawFree(sim->run_mark);
+    PyMem_RawFree(sim->free_list);
+    PyMem_RawFree(sim->prune_scratch);
     PyMem_RawFree(sim->map_clear);
     PyMem_RawFree(sim->user_tested);
     PyMem_RawFree(sim->node_win_next);
@@ -308,10 +309,6 @@ static void node_set_off(Sim *sim, int32_t node, int off) {
     sim->node_off[node] = (uint8_t)off;
 }
 
-static inline int reserved_before(const Sim *sim, int32_t node, double until) {
-    return sim->reserved_stamp[node] == sim->reserved_epoch && sim->reserved_from[node] < until;
-}
-
 /* Is `node` held, during the job's run [now, until), by a reservation the job may not use? */
 static int window_blocks(Sim *sim, int32_t node, int32_t job, double now, double until) {
     int64_t first = sim->node_win_offsets[node], last = sim->node_win_offsets[node + 1];
@@ -383,7 +380,7 @@ static int32_t pick_by_block(Sim *sim, int32_t eligible, int32_t count) {
     return kept;
 }
 
-int32_t gp_find_nodes(Sim *sim, int32_t job, double until, int backfill_plan) {
+int32_t gp_find_nodes(Sim *sim, int32_t job, double until) {
     int32_t count = sim->nodes[job], gpus = sim->gpn[job];
     const uint64_t *bits = sim->level_bits + (size_t)(gpus - 1) * sim->n_words;
     const uint64_t *summary = sim->level_summary + (size_t)(gpus - 1) * sim->n_summary;
@@ -395,7 +392,6 @@ int32_t gp_find_nodes(Sim *sim, int32_t job, double until, int backfill_plan) {
             int32_t w = 64 * s + __builtin_ctzll(words);
             for (uint64_t b = bits[w]; b && found < want; b &= b - 1) {
                 int32_t node = 64 * w + __builtin_ctzll(b);
-                if (backfill_plan && reserved_before(sim, node, until)) continue;
                 if (sim->n_windows && window_blocks(sim, node, job, sim->now, until)) continue;
                 sim->node_scratch[found++] = node;
             }
@@ -669,7 +665,7 @@ void gp_start_slot(Sim *sim, int32_t slot, double now) {
         found = gp_choose_nodes(sim, gp_free_bits(sim), sim->nodes[job]);
         whole_lowest = 0; /* start on node_scratch */
     } else {
-        found = whole_lowest ? sim->free_nodes : gp_find_nodes(sim, job, now + sim->estimate[job], 0);
+        found = whole_lowest ? sim->free_nodes : gp_find_nodes(sim, job, now + sim->estimate[job]);
     }
     if (found < sim->nodes[job]) {
         sim->policy_error = 1; /* a policy bug: refuse rather than corrupt state */

@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 typedef struct Sim Sim;
+struct RunKey;
 
 typedef struct {
     double time;
@@ -66,6 +67,7 @@ struct Sim {
     int32_t node_gpus;
     const int32_t *gpn; /* per job */
     int whole_nodes;    /* every job takes whole nodes: passes use node counts only */
+    int whole_jobs;     /* every job takes whole nodes (nodes may still differ: reservations, lending) */
     int32_t free_nodes; /* == count_ge[node_gpus] */
     int64_t busy_gpus;
     int16_t *node_free;     /* free GPUs per node */
@@ -81,10 +83,6 @@ struct Sim {
     uint32_t *ov_stamp;
     uint32_t ov_epoch;
     int32_t *ov_count; /* count_ge of the overlay */
-    /* per-GPU backfill: the earliest reservation start on each node in this cycle */
-    double *reserved_from;
-    uint32_t *reserved_stamp;
-    uint32_t reserved_epoch;
 
     /* Pending queue: slots [q_first, q_count) in queue order, as parallel arrays, so a backfill
      * scan reads memory in sequence. A started job leaves a hole (q_nodes == GP_GONE); the engine
@@ -148,8 +146,15 @@ struct Sim {
     uint64_t *map_suffix; /* per record, n_words: the window's suffix intersections (backfill_map.c) */
     int32_t map_len, map_cap;
     uint64_t *bits_scratch; /* 4 x n_words */
-    int32_t *run_order; /* the running jobs by planned end, then scratch (backfill_map.c) */
-    double *map_clear;  /* per free node: until when no reservation of this cycle holds it; scratch */
+    int32_t *run_order;  /* the running jobs by planned end: run_listed of them, kept between cycles */
+    int32_t run_listed;
+    uint32_t *run_mark; /* per job: listed in this listing (run_mark_epoch) */
+    uint32_t run_mark_epoch;
+    struct RunKey *run_fresh; /* jobs started since the last listing, to sort and merge */
+    int32_t *memo_nodes; /* the will-run memo's node lists */
+    int32_t *free_list;  /* the nodes with a free GPU (for the cycle's early end) */
+    int32_t *prune_scratch; /* free nodes by free GPUs, and those a reservation holds (early end) */
+    double *map_clear;   /* per free node: until when no reservation of this cycle holds it; scratch */
     int32_t *run_start, *run_len; /* runs of consecutive candidate nodes (best fit) */
 
     /* Node choice for whole-node jobs: 0, the lowest-numbered free nodes; 1, Slurm's best fit over
@@ -264,10 +269,9 @@ void gp_priority_started(Sim *sim, int32_t job, int sign);
 int gp_sim_init(Sim *sim, int32_t n_jobs, int32_t total_nodes, int32_t node_gpus);
 
 /* Nodes for `job` (its nodes x its GPUs per node) now, running until `until`: the lowest-numbered
- * nodes with that many free GPUs, no advance reservation the job may not use overlapping its run,
- * and, with `backfill_plan`, no reservation of this backfill cycle starting before `until`. Fills
- * sim->node_scratch; returns how many were found (at most the job's nodes). */
-int32_t gp_find_nodes(Sim *sim, int32_t job, double until, int backfill_plan);
+ * nodes with that many free GPUs and no advance reservation the job may not use overlapping its
+ * run. Fills sim->node_scratch; returns how many were found (at most the job's nodes). */
+int32_t gp_find_nodes(Sim *sim, int32_t job, double until);
 /* Is `node` held over [from, until) by a reservation `job` may not use? (for plans ahead of now) */
 int gp_window_blocks_at(const Sim *sim, int32_t node, int32_t job, double from, double until);
 /* Start the job in queue slot `slot` now on the `count` nodes in sim->node_scratch. */
@@ -286,17 +290,19 @@ void gp_overlay_add_job(Sim *sim, int32_t job, int32_t sign); /* its GPUs on its
  * by topology block when there is one, else by best fit (or the lowest-numbered without best_fit).
  * Fills sim->node_scratch in ascending order; returns how many (fewer than count: no fit). */
 int32_t gp_choose_nodes(Sim *sim, const uint64_t *candidates, int32_t count);
-/* The nodes with all GPUs free, as a bitmap of n_words words. */
-static inline const uint64_t *gp_free_bits(const Sim *sim) {
-    return sim->level_bits + (size_t)(sim->node_gpus - 1) * sim->n_words;
+/* The nodes with at least `gpus` free GPUs, as a bitmap of n_words words. */
+static inline const uint64_t *gp_level_bits(const Sim *sim, int32_t gpus) {
+    return sim->level_bits + (size_t)(gpus - 1) * sim->n_words;
 }
+/* The nodes with all GPUs free. */
+static inline const uint64_t *gp_free_bits(const Sim *sim) { return gp_level_bits(sim, sim->node_gpus); }
 
 /* Does the job in slot `slot` fit now? (holes never fit) */
 static inline int gp_fits_now(Sim *sim, int32_t slot) {
     int32_t nodes = sim->q_nodes[slot], job = sim->q_job[slot];
     if (nodes == GP_GONE || sim->count_ge[sim->gpn[job]] < nodes) return 0;
     if (!sim->n_windows && !(sim->block_require && nodes > 1)) return 1;
-    return gp_find_nodes(sim, job, sim->now + sim->q_estimate[slot], 0) == nodes;
+    return gp_find_nodes(sim, job, sim->now + sim->q_estimate[slot]) == nodes;
 }
 void gp_sim_free(Sim *sim);
 

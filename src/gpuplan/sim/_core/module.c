@@ -185,6 +185,7 @@ static PyObject *simulate(PyObject *self, PyObject *args) {
         }
         if (sim.gpn[j] != node_gpus) sim.whole_nodes = 0;
     }
+    sim.whole_jobs = sim.whole_nodes;
     if (params.len > (Py_ssize_t)sizeof(sim.params) || params.len % (Py_ssize_t)sizeof(double)) {
         PyErr_SetString(PyExc_ValueError, "params: at most 16 float64 values");
         goto done;

@@ -17,8 +17,7 @@
  *   seconds a backfill cycle tests queued jobs in order, at most bf_max_job_test of them: each
  *   starts now if it fits now for its whole time limit without touching a reservation, else gets a
  *   reservation at the earliest time it fits, if that is within bf_window, so no job tested later
- *   can delay it. Whole-node pools: Slurm's map of named nodes and will-run test
- *   (backfill_map.c); per-GPU allocation: a per-node simplification (below).
+ *   can delay it, on Slurm's map of named nodes with its will-run test (backfill_map.c).
  */
 #include <math.h>
 #include <string.h>
@@ -138,7 +137,7 @@ static void easy_pass_per_gpu(Sim *sim, double now, int32_t head) {
     for (int32_t slot = head + 1; slot < sim->q_count && sim->count_ge[1] > 0; slot++) {
         if (!gp_fits_now(sim, slot) || gp_limit_reason(sim, sim->q_job[slot])) continue;
         int32_t job = sim->q_job[slot], nodes = sim->q_nodes[slot], gpus = sim->gpn[job];
-        gp_find_nodes(sim, job, now + sim->q_estimate[slot], 0);
+        gp_find_nodes(sim, job, now + sim->q_estimate[slot]);
         if (now + sim->q_estimate[slot] > shadow) { /* still running at the shadow time */
             for (int32_t k = 0; k < nodes; k++) gp_overlay_add(sim, sim->node_scratch[k], -gpus);
             if (!head_fits_at(sim, head_job, head_estimate, shadow)) {
@@ -225,76 +224,11 @@ static void main_scheduler(Sim *sim, double now) {
     if (gp_queue_first(sim) < sim->q_count) gp_wake_at(sim, sim->main_next_full);
 }
 
-static void slurm_backfill_cycle_per_gpu(Sim *sim, double now);
-
 static void slurm_backfill_cycle(Sim *sim, double now) {
-    if (!sim->whole_nodes) {
-        slurm_backfill_cycle_per_gpu(sim, now);
-        return;
-    }
     BackfillClock clock = {sim->params[CLOCK_EPOCH], sim->params[BF_RESOLUTION] > 0 ? sim->params[BF_RESOLUTION] : 1,
                            sim->params[BF_WINDOW], (int64_t)sim->params[BF_MAX_JOB_TEST],
                            (int64_t)sim->params[BF_MAX_JOB_USER]};
     gp_backfill_map_cycle(sim, &clock, now);
-}
-
-/*
- * The backfill cycle with per-GPU allocation. Slurm's plan (node_space) holds node bitmaps: a
- * reservation takes its nodes out of the plan for its window. Here each node remembers the
- * earliest reservation start on it in this cycle; a job may start now on a node only if it ends
- * by then (touching is allowed). A job that cannot start now reserves at the earliest time its
- * nodes would have the GPUs, releasing running jobs by time limit (rounded up to bf_resolution)
- * on an overlay of free GPUs, if that is within bf_window; its nodes are then the lowest-numbered
- * with enough GPUs at that time. Unlike Slurm's plan, a node stays reserved from that start on
- * (a later job cannot use it after the reservation ends), and a reservation does not avoid nodes
- * other reservations hold.
- */
-static void slurm_backfill_cycle_per_gpu(Sim *sim, double now) {
-    double resolution = sim->params[BF_RESOLUTION] > 0 ? sim->params[BF_RESOLUTION] : 1;
-    double latest = now + sim->params[BF_WINDOW];
-    int64_t max_test = (int64_t)sim->params[BF_MAX_JOB_TEST];
-    if (++sim->reserved_epoch == 0) {
-        memset(sim->reserved_stamp, 0, (size_t)sim->total_nodes * sizeof(uint32_t));
-        sim->reserved_epoch = 1;
-    }
-    int64_t tested = 0, per_user = (int64_t)sim->params[BF_MAX_JOB_USER];
-    if (gp_user_tests_reset(sim) < 0) return;
-    for (int32_t slot = gp_queue_first(sim); slot < sim->q_count && tested < max_test && sim->count_ge[1] > 0;
-         slot++) {
-        int32_t nodes = sim->q_nodes[slot];
-        if (nodes == GP_GONE || gp_limit_reason(sim, sim->q_job[slot])) continue;
-        tested++;
-        if (!gp_user_may_test(sim, sim->q_job[slot], per_user)) continue;
-        int32_t job = sim->q_job[slot], gpus = sim->gpn[job];
-        double duration = sim->q_estimate[slot] > 1 ? sim->q_estimate[slot] : 1;
-        double end = ceil((now + duration) / resolution) * resolution;
-        if (sim->count_ge[gpus] >= nodes && gp_find_nodes(sim, job, end, 1) == nodes) {
-            gp_start_slot_on(sim, slot, now);
-            continue;
-        }
-        /* the earliest start from the running jobs' limits */
-        double start = INFINITY;
-        gp_overlay_begin(sim);
-        gp_walk_begin(sim);
-        for (int32_t running; (running = gp_walk_next(sim)) >= 0;) {
-            gp_overlay_add_job(sim, running, +1);
-            if (sim->ov_count[gpus] >= nodes) {
-                start = ceil(sim->est_end[running] / resolution) * resolution;
-                if (start <= now) start = (floor(now / resolution) + 1) * resolution;
-                break;
-            }
-        }
-        if (start >= latest) continue; /* beyond bf_window (or never): no reservation */
-        int32_t found = 0;
-        for (int32_t node = 0; node < sim->total_nodes && found < nodes; node++) {
-            if (gp_overlay_free(sim, node) < gpus) continue;
-            found++;
-            if (sim->reserved_stamp[node] != sim->reserved_epoch || sim->reserved_from[node] > start) {
-                sim->reserved_from[node] = start;
-                sim->reserved_stamp[node] = sim->reserved_epoch;
-            }
-        }
-    }
 }
 
 /*
