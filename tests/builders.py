@@ -101,7 +101,10 @@ class Workload:
 
 
 def reference_for(
-    run: ModelRun, total_nodes: int, backfill: str
+    run: ModelRun,
+    total_nodes: int,
+    backfill: str,
+    plans: list[tuple[float, str, int, frozenset[int], float, float]] | None = None,
 ) -> tuple[list[float | None], dict[int, list[float]]]:
     """The reference implementation's start times (and EASY reservations) for the jobs of ``run``."""
     jobs = run.jobs
@@ -127,6 +130,7 @@ def reference_for(
         total_nodes,
         backfill,
         bf,
+        plans,
     )
 
 

@@ -23,12 +23,15 @@ def reference_schedule(
     total_nodes: int,
     backfill: str,
     bf: dict[str, float] | None = None,
+    plans: list[tuple[float, str, int, frozenset[int], float, float]] | None = None,
 ) -> tuple[list[float | None], dict[int, list[float]]]:
     """Start time of each job (None if it never ran), and the reservations each job was given (EASY:
     the shadow times while it was the blocked head; slurm: the reserved start times). Jobs larger
     than the cluster are rejected. ``bf``: bf_interval, bf_window (s), bf_resolution,
     bf_max_job_test, and optionally sched_interval (60), batch_sched_delay (3) and
-    default_queue_depth (100) for the slurm mode, whose main scheduler runs on slurmctld's
+    default_queue_depth (100) for the slurm mode (``plans``, if given, gets each backfill cycle's
+    decisions in order: (cycle time, "start" or "reserve", job, nodes, from, until), a start's window
+    being [now, now + limit], a reservation's [floor_res(T), floor_res(T + limit))), whose main scheduler runs on slurmctld's
     background ticks (every whole second from the controller's start at 0): a full pass every
     sched_interval, else a pass of at most default_queue_depth + 1 jobs when a submission or a job
     end asked for one and batch_sched_delay passed since the last pass. Other modes pass at every
@@ -95,6 +98,8 @@ def reference_schedule(
                         k -= 1
                     running.insert(k, j)
                     _add_reservation(plan, plan[0][0], floor_res(now + limit), chosen, res)
+                    if plans is not None:
+                        plans.append((now, "start", j, chosen, now, now + limit))
                     break
                 if later is not None and when > later:
                     at = later
@@ -106,6 +111,8 @@ def reference_schedule(
                     at = when
                     continue
                 reservations.setdefault(j, []).append(when)
+                if plans is not None:
+                    plans.append((now, "reserve", j, chosen, from_, until))
                 _add_reservation(plan, from_, until, chosen, res)
                 break
             if j not in end:  # not started

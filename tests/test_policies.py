@@ -198,8 +198,18 @@ def test_schedule_properties_and_reference(
     assert busy == float((table.gpus * run.run_s)[started].sum())
 
     # The compiled engine agrees with the straightforward reference, job by job.
-    expected, reservations = reference_for(run, total_nodes, backfill)
+    plans: list[tuple[float, str, int, frozenset[int], float, float]] = []
+    expected, reservations = reference_for(run, total_nodes, backfill, plans)
     assert starts_of(run) == expected
+
+    # slurm: no job a backfill cycle starts after a reservation on one of the reserved nodes may
+    # still run (by its limit) when the reservation begins: no lower job delays a reserved one.
+    for k, (cycle, kind, _, nodes, _, until) in enumerate(plans):
+        if kind != "start":
+            continue
+        for earlier_cycle, earlier_kind, _, reserved, begins, _ in plans[:k]:
+            if earlier_cycle == cycle and earlier_kind == "reserve" and nodes & reserved:
+                assert until < begins, "a backfilled job runs into a reservation made before it"
 
     # EASY: the head never starts later than any reservation it was given.
     for job, shadows in reservations.items() if backfill == "easy" else ():

@@ -1,20 +1,26 @@
 /*
- * Slurm's backfill cycle on whole-node pools (SchedulerType=sched/backfill, Slurm 22.05's
- * backfill.c:_attempt_backfill and select/cons_tres job_test.c:_will_run_test), on named nodes.
+ * Slurm's backfill cycle (SchedulerType=sched/backfill, Slurm 22.05's backfill.c:_attempt_backfill
+ * and select/cons_tres job_test.c:_will_run_test), on named nodes.
  *
  * The cycle keeps a map (node_space) of records [begin, end) x the nodes no reservation of this
  * cycle holds. It starts as one record [floor_res(now), floor_res(now + bf_window)) with every
  * node: running jobs are not in it (bf_running_job_reserve is off by default) but the will-run
  * test knows them by their planned end, start + time limit. Jobs are tested in queue order, at most
  * bf_max_job_test. For a job of time limit L and start candidate s (first s = now):
- * - candidates: the nodes of every record that ends after s and begins at or before s + L;
- * - will-run: if the job fits now on free candidates it starts now, on them (best fit), and holds
- *   its nodes in the map until floor_res(now + L) (backfill.c:_bf_reserve_running); otherwise the
+ * - candidates: the nodes of every record that ends after s and begins at or before s + L, less
+ *   those an advance reservation the job may not use holds over [s, s + L];
+ * - will-run: if the job fits now on candidates with its GPUs free it starts now, on them (best
+ *   fit), and, when it takes them whole, holds them in the map until floor_res(now + L)
+ *   (backfill.c:_bf_reserve_running; a job sharing nodes stays out of the map); otherwise the
  *   running jobs are released in order of planned end, in groups whose windows start at the
  *   30-s boundary (of the epoch clock) after the first one's end and double; after each group the
- *   job is tested on the free and released candidates; its start T is the last released job's end;
+ *   job is tested on the candidates with its GPUs free once the released jobs are gone (whole nodes
+ *   in a whole-node pool, an overlay of free GPUs per node otherwise); its start T is the last
+ *   released job's end; if that is later than now and the job may preempt, it preempts the jobs
+ *   it needs gone from its candidates (the will-run test with preemptee candidates) and starts;
  * - a start beyond now reserves [floor_res(T), floor_res(T + L)) (at least one bf_resolution) on the
- *   chosen nodes, unless a node is already held in that span (then retry from T,
+ *   chosen nodes, whole nodes even for a job that shares them, unless a node is already held in
+ *   that span or an advance reservation takes one then (then retry from T,
  *   backfill.c:_test_resv_overlap), or T is beyond bf_window (no reservation);
  * - when too few candidates, or T is after the first map boundary at which a candidate frees up,
  *   retry from that boundary (TRY_LATER).
@@ -22,8 +28,9 @@
  * reservation may lose up to bf_resolution - 1 seconds at its end, as Slurm's does.
  * Only starts are seen outside a cycle: reservations live for the cycle, so the map is rebuilt
  * every time, and the cycle ends as soon as none of the jobs it has still to test could start on
- * the free nodes that reservations leave clear for its time limit (any_could_start): the rest would
- * only add reservations, and change nothing. This keeps a cycle on a 10,000-GPU pool to the jobs
+ * the free nodes (GPUs) that reservations leave clear for its time limit (any_could_start): the
+ * rest would only add reservations, and change nothing. Without a free node no job starts in a
+ * whole-node pool; with jobs sharing nodes the free GPUs per node are counted. This keeps a cycle on a 10,000-GPU pool to the jobs
  * that matter (bench_slurm_scale.py --days 4: 12.7 s without this, 0.8 s with it, the same
  * schedule). A job's later start times only move forward, and so does its window [s, s + L] over
  * the records: the window's intersection is kept as a queue of two stacks (suffix intersections
