@@ -29,13 +29,13 @@ def reference_schedule(
     the shadow times while it was the blocked head; slurm: the reserved start times). Jobs larger
     than the cluster are rejected. ``bf``: bf_interval, bf_window (s), bf_resolution,
     bf_max_job_test, and optionally sched_interval (60), batch_sched_delay (3) and
-    default_queue_depth (100) for the slurm mode (``plans``, if given, gets each backfill cycle's
-    decisions in order: (cycle time, "start" or "reserve", job, nodes, from, until), a start's window
-    being [now, now + limit], a reservation's [floor_res(T), floor_res(T + limit))), whose main scheduler runs on slurmctld's
+    default_queue_depth (100) for the slurm mode, whose main scheduler runs on slurmctld's
     background ticks (every whole second from the controller's start at 0): a full pass every
     sched_interval, else a pass of at most default_queue_depth + 1 jobs when a submission or a job
     end asked for one and batch_sched_delay passed since the last pass. Other modes pass at every
-    instant."""
+    instant. ``plans``, if given, gets each backfill cycle's decisions in order: (cycle time,
+    "start" or "reserve", job, nodes, from, until), a start's window being [now, now + limit], a
+    reservation's [floor_res(T), floor_res(T + limit))."""
     n = len(submit)
     order = sorted(range(n), key=lambda j: (submit[j], job_id[j], j))
     start: list[float | None] = [None] * n
