@@ -203,12 +203,20 @@ def test_schedule_properties_and_reference(
     assert starts_of(run) == expected
 
     # slurm: no job a backfill cycle starts after a reservation on one of the reserved nodes may
-    # still run (by its limit) when the reservation begins: no lower job delays a reserved one.
+    # still run (by its limit) when the reservation begins: no lower job delays a reserved one,
+    # within the cycle's plan, which ends at floor_res(now + bf_window) (a reservation from then on
+    # holds nothing, as in Slurm's node_space).
     for k, (cycle, kind, _, nodes, _, until) in enumerate(plans):
         if kind != "start":
             continue
+        plan_end = (cycle + 60 * bf["bf_window"]) // bf["bf_resolution"] * bf["bf_resolution"]
         for earlier_cycle, earlier_kind, _, reserved, begins, _ in plans[:k]:
-            if earlier_cycle == cycle and earlier_kind == "reserve" and nodes & reserved:
+            if (
+                earlier_cycle == cycle
+                and earlier_kind == "reserve"
+                and nodes & reserved
+                and begins < plan_end
+            ):
                 assert until < begins, "a backfilled job runs into a reservation made before it"
 
     # EASY: the head never starts later than any reservation it was given.

@@ -477,15 +477,15 @@ static int32_t running_by_end(Sim *sim) {
         sim->run_mark[job] = mark;
         sim->run_order[kept++] = job;
     }
-    int32_t fresh = 0;
-    for (int32_t k = 0; k < sim->est_len; k++)
-        if (sim->run_mark[sim->est_heap[k]] != mark) sim->run_fresh[fresh++] = run_key(sim, sim->est_heap[k]);
     if (!sorted) {
         int32_t n_running = 0;
         gp_walk_begin(sim);
         for (int32_t job; (job = gp_walk_next(sim)) >= 0;) sim->run_order[n_running++] = job;
         return sim->run_listed = n_running;
     }
+    int32_t fresh = 0;
+    for (int32_t k = 0; k < sim->est_len; k++)
+        if (sim->run_mark[sim->est_heap[k]] != mark) sim->run_fresh[fresh++] = run_key(sim, sim->est_heap[k]);
     qsort(sim->run_fresh, (size_t)fresh, sizeof(RunKey), run_key_cmp);
     /* merge from the back: kept jobs in run_order[0, kept), fresh ones in run_fresh */
     int32_t i = kept - 1, j = fresh - 1;
