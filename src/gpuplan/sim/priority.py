@@ -37,9 +37,15 @@ class MultifactorSettings:
     decay_half_life_s: float = 7 * DAY_S  # PriorityDecayHalfLife (7-0)
     calc_period_s: float = 300.0  # PriorityCalcPeriod (5 minutes)
     fairshare: str = "fair_tree"  # fair_tree | classic (PriorityFlags=NO_FAIR_TREE)
-    calc_phase_s: float = 0.0  # recalculations every calc_period_s from here (slurmctld's start)
     usage_reset_period: str = "none"  # PriorityUsageResetPeriod: none | daily | weekly | monthly | ...
-    epoch_s: float = 0.0  # Unix time of t = 0, for the reset periods
+
+
+@dataclass(frozen=True)
+class ControllerClock:
+    """What the priority engine takes from the rest of the cluster's configuration and clock."""
+
+    calc_phase_s: float = 0.0  # recalculations every PriorityCalcPeriod from here (slurmctld's start)
+    epoch_s: float = 0.0  # Unix time of t = 0, for PriorityUsageResetPeriod
     # AccountingStorageEnforce without "limits": a job's use after the last recalculation is lost
     tick_usage_only: bool = False
 
@@ -53,10 +59,14 @@ class PriorityInputs:
     usage_gpus: Float64  # per job: the GPUs its fair-share usage counts (GPUs x QoS UsageFactor)
     settings: MultifactorSettings
     fairshare: FairShare | None  # None: no fair-share factor (the tiers of priority/basic)
+    clock: ControllerClock
 
     def take(self, rows: npt.NDArray[np.int64]) -> PriorityInputs:
-        return PriorityInputs(
-            self.static[rows], self.association[rows], self.usage_gpus[rows], self.settings, self.fairshare
+        return replace(
+            self,
+            static=self.static[rows],
+            association=self.association[rows],
+            usage_gpus=self.usage_gpus[rows],
         )
 
     def for_engine(self) -> tuple[object, ...]:
@@ -71,8 +81,8 @@ class PriorityInputs:
             s.weight_fairshare,
             s.calc_period_s,
             self.fairshare,
-            s.calc_phase_s,
-            s.tick_usage_only,
+            self.clock.calc_phase_s,
+            self.clock.tick_usage_only,
         )
 
 
@@ -87,6 +97,7 @@ def multifactor(
     partition_factor: Float64 | None = None,
     *,
     usage_gpus: Float64,
+    clock: ControllerClock,
 ) -> PriorityInputs:
     """Priority inputs for jobs of ``nodes`` nodes submitted by ``users`` of accounts ``teams``;
     ``qos_factor`` and ``partition_factor`` are each job's QoS and partition factors in [0, 1];
@@ -106,9 +117,11 @@ def multifactor(
         account_shares,
         settings.decay_half_life_s,
         settings.usage_reset_period,
-        settings.epoch_s,
+        clock.epoch_s,
     )
-    return PriorityInputs(static, association.reshape(-1).astype(np.int32), usage_gpus, settings, fairshare)
+    return PriorityInputs(
+        static, association.reshape(-1).astype(np.int32), usage_gpus, settings, fairshare, clock
+    )
 
 
 # Priorities stay below 2**36 (five 32-bit weights), so tier x 2**36 + priority orders by tier
@@ -116,11 +129,15 @@ def multifactor(
 TIER_SCALE = 2.0**36
 
 
-def tiered(priority: PriorityInputs | None, tier: Float64, settings: MultifactorSettings) -> PriorityInputs:
+def tiered(
+    priority: PriorityInputs | None, tier: Float64, settings: MultifactorSettings, clock: ControllerClock
+) -> PriorityInputs:
     """``priority`` (None: priority/basic, submit order) with the jobs' partition ``PriorityTier``
     ahead of it: Slurm schedules higher tiers first whatever the priorities."""
     if priority is None:
-        basic = MultifactorSettings(calc_period_s=settings.calc_period_s, calc_phase_s=settings.calc_phase_s)
+        basic = MultifactorSettings(calc_period_s=settings.calc_period_s)
         rows = len(tier)
-        return PriorityInputs(tier * TIER_SCALE, np.zeros(rows, dtype=np.int32), np.zeros(rows), basic, None)
+        return PriorityInputs(
+            tier * TIER_SCALE, np.zeros(rows, dtype=np.int32), np.zeros(rows), basic, None, clock
+        )
     return replace(priority, static=priority.static + tier * TIER_SCALE)

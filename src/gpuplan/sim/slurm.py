@@ -37,7 +37,7 @@ from gpuplan.sim.outcome import (
 from gpuplan.sim.partitions import REFUSALS, Partition, partition_table, pool_index, route_jobs
 from gpuplan.sim.policies import BACKFILL
 from gpuplan.sim.preemption import DEFAULT_REQUEUE_DELAY_S, PreemptClass, preemption_inputs, requeue_state
-from gpuplan.sim.priority import MultifactorSettings, PriorityInputs, multifactor, tiered
+from gpuplan.sim.priority import ControllerClock, MultifactorSettings, PriorityInputs, multifactor, tiered
 from gpuplan.sim.qos import Qos, limits, qos_of_jobs, qos_table
 from gpuplan.sim.reservations import Reservation, reservation_inputs
 from gpuplan.sim.topology import Topology, blocks_spanned, fragmentation
@@ -117,10 +117,7 @@ class SlurmSettings:
         if self.priority_type == "multifactor":
             echoed["accounting_storage_enforce"] = list(self.accounting_storage_enforce)
         if self.priority_type == "multifactor":
-            # the engine's own copies of controller_start_s, accounting_storage_enforce and the epoch
-            derived = ("calc_phase_s", "tick_usage_only", "epoch_s")
-            factors = {k: v for k, v in asdict(self.multifactor).items() if k not in derived}
-            echoed |= {"priority_type": "multifactor", **factors}
+            echoed |= {"priority_type": "multifactor", **asdict(self.multifactor)}
         if self.qos:
             echoed["qos"] = [asdict(qos) for qos in self.qos]
         if self.partitions:
@@ -192,10 +189,10 @@ def simulate_slurm(
     ``lending`` the nodes each pool lends over time (hybrid); ``epoch_s`` the Unix time of t = 0
     (Slurm rounds backfill plans on the epoch clock; unknown: t = 0 is taken as a whole minute)."""
     schedule_pass = BACKFILL.get(settings.backfill)
-    mf = replace(
-        settings.multifactor,
-        epoch_s=epoch_s or 0.0,
+    mf = settings.multifactor
+    clock = ControllerClock(
         calc_phase_s=settings.controller_start_s,
+        epoch_s=epoch_s or 0.0,
         tick_usage_only="limits" not in settings.accounting_storage_enforce,
     )
     jobs = jobs.take(jobs.queue_order())
@@ -280,9 +277,10 @@ def simulate_slurm(
                 qos_factor[qos_index[members]],
                 partition_factor[routing.partition[members]],
                 usage_gpus=jobs.gpus[members] * usage_factor[qos_index[members]],
+                clock=clock,
             )
         if len(np.unique(job_tier)) > 1:  # partitions of different PriorityTier share these nodes
-            priority = tiered(priority, job_tier, mf)
+            priority = tiered(priority, job_tier, mf, clock)
         lend = (lending or {}).get(pool.name)
         pool_preemption = None if preemption is None else preemption.take(members)
         if lend is not None and pool_preemption is None:
