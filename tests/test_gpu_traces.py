@@ -84,15 +84,18 @@ def test_philly_columns_map_to_the_job_table() -> None:
     assert (four.nodes[53], four.gpus_per_node[53]) == (2, 4)
 
 
-def test_philly_rows_without_gpus_or_with_negative_durations_are_skipped_and_counted(tmp_path: Path) -> None:
+def test_philly_rows_without_gpus_are_skipped_and_negative_durations_are_bad_lines(tmp_path: Path) -> None:
     rows = [
         "2017-10-09 07:00:10,60.0,1,60.0,a",
         "2017-10-09 07:00:00,60.0,0,0.0,a",  # no GPUs: skipped (and not the epoch)
-        "2017-10-09 07:00:20,-1.0,2,-2.0,b",  # negative duration: skipped
+        "2017-10-09 07:00:20,-1.0,2,-2.0,b",  # negative duration: no job can mean it
         "2017-10-09 07:00:30,0.0,12,0.0,b",
     ]
-    trace = read_philly(write(tmp_path, PHILLY_HEADER + "\n".join(rows) + "\n"))
-    assert trace.skipped_invalid == 2
+    path = write(tmp_path, PHILLY_HEADER + "\n".join(rows) + "\n")
+    with pytest.raises(InputError, match=r"philly.csv:4: duration: expected a number from 0 to "):
+        read_philly(path)
+    trace = read_philly(path, skip_bad_lines=True)
+    assert (trace.skipped_invalid, trace.bad_lines) == (1, 1)
     assert trace.jobs.job_id.tolist() == [1, 4]  # row numbers stay those of the file
     assert trace.epoch_s == unix("2017-10-09 07:00:10")
     assert trace.jobs.submit_s.tolist() == [0.0, 20.0]
@@ -127,10 +130,14 @@ GOOD = ["2017-10-09 07:00:00,60.0,1,60.0,a", "2017-10-09 07:01:00,30.0,2,60.0,b"
         (
             "2017-10-09 07:00:40,60.0,1e12,60.0,a",
             "num_gpus",
-            "expected a whole number below 2^31, got '1e12'",
+            "expected a whole number from 0 to 16,777,216, got '1e12'",
         ),
         ("2017-10-09 07:00:40,ten,1,60.0,a", "duration", "expected a number, got 'ten'"),
-        ("2017-10-09 07:00:40,nan,1,60.0,a", "duration", "expected a number, got 'nan'"),
+        (
+            "2017-10-09 07:00:40,nan,1,60.0,a",
+            "duration",
+            "expected a number from 0 to 8,589,934,592, got 'nan'",
+        ),
         (
             "2017-10-09 25:00:40,60.0,1,60.0,a",
             "timestamp",

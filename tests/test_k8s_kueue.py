@@ -16,7 +16,7 @@ from gpuplan.scenario.kubernetes import KubernetesSettings
 from gpuplan.sim.kubernetes import NodePoolSpec, simulate_kubernetes
 from gpuplan.sim.kubernetes.model import UNBOUNDED_REQUEUES
 from gpuplan.sim.kubernetes.quota import NO_LIMIT, QuotaNode, QuotaTree
-from gpuplan.sim.outcome import ModelRun
+from gpuplan.sim.outcome import COMPLETED, REJECTED, UNFINISHED, ModelRun
 from gpuplan.workload.jobtable import JobTable
 
 
@@ -266,19 +266,24 @@ def test_wait_for_pods_ready_deactivates_after_the_backoff_limit() -> None:
     wait = {"enable": True, "timeout": "2m", "requeuingStrategy": {"backoffLimitCount": 1}}
     outcome = run(jobs, [queue("a", 32, cohort=None)], nodes=3, waitForPodsReady=wait)
     assert kueue_figures(outcome)["deactivated"] == 1
-    assert outcome.state[2] == 4  # unfinished
+    # Kueue deactivates the workload: it will never run (rejected), in Kueue's words
+    assert outcome.state[2] == REJECTED and np.isnan(outcome.start_s[2])
+    assert outcome.reason is not None and outcome.reason.values()[2] == "RequeuingLimitExceeded"
 
 
-def test_a_job_that_can_never_be_ready_is_given_up_without_a_backoff_limit() -> None:
-    # Two 8-GPU pods on a one-node pool: one binds, the other never can. Kueue would requeue it
-    # forever (no backoffLimitCount); the simulation ends, giving it up after UNBOUNDED_REQUEUES.
-    jobs = Jobs().add(team="a", pods=2)
+def test_a_job_that_never_gets_ready_is_given_up_without_a_backoff_limit() -> None:
+    # A 2-pod job on 2 nodes, one held by a job that runs for months: one pod binds, the other
+    # waits, the workload times out and is requeued (backoff at most 10 min). Kueue would requeue it
+    # forever (no backoffLimitCount); the simulation gives it up after UNBOUNDED_REQUEUES: still
+    # queued in reality, so unfinished, the last eviction's reason with it.
+    jobs = Jobs().add(team="a", run=1e7).add(team="a", pods=2, at=1.0)
     wait = {"enable": True, "timeout": "2m", "requeuingStrategy": {"backoffMaxSeconds": 600}}
-    outcome = run(jobs, [queue("a", 32, cohort=None)], nodes=1, waitForPodsReady=wait)
+    outcome = run(jobs, [queue("a", 32, cohort=None)], nodes=2, waitForPodsReady=wait)
     figures = kueue_figures(outcome)
     assert figures["pods_ready_timeouts"] == UNBOUNDED_REQUEUES + 1
     assert figures["deactivated"] == 1
-    assert outcome.state[0] == 4  # unfinished
+    assert outcome.state.tolist() == [COMPLETED, UNFINISHED]
+    assert outcome.reason is not None and outcome.reason.values() == ["", "PodsReadyTimeout"]
 
 
 def test_hierarchical_cohorts_lend_through_the_parent() -> None:

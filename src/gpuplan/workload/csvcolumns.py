@@ -26,7 +26,7 @@ import numpy as np
 import numpy.typing as npt
 
 from gpuplan.errors import InputError
-from gpuplan.workload.jobtable import JobTable, Labels
+from gpuplan.workload.jobtable import MAX_TIME_S, JobTable, Labels, out_of_range, range_text
 from gpuplan.workload.trace import Trace
 
 T = TypeVar("T")
@@ -36,13 +36,17 @@ Int64 = npt.NDArray[np.int64]
 Bool = npt.NDArray[np.bool_]
 
 # How a column's cells parse:
-#   whole     a whole number below 2^31 ("8" or "8.0")
-#   number    a finite number
+#   whole     a whole number ("8" or "8.0") from the column's least to its most
+#   number    a number from the column's least to its most (so never NaN or infinite)
 #   flag      0 or 1
-#   datetime  ISO 8601 "YYYY-MM-DD HH:MM:SS", to Unix seconds; a time without a zone offset is UTC
-#   time      datetime or number (seconds), as the first data row's cell of the first time column is
+#   datetime  ISO 8601 "YYYY-MM-DD HH:MM:SS", to Unix seconds; a time without a zone offset is UTC;
+#             from 1970 (Unix time 0) to MAX_TIME_S (2242)
+#   time      datetime or number (seconds, bounded as a number), as the first data row's cell of the
+#             first time column is
 #   text      any text, stripped
 #   id        any text; read as int64 when every id in the file is a plain unsigned integer
+# A cell out of its column's range is a malformed cell: InputError naming line and column, or with
+# skip_bad_lines a skipped and counted row, as any other.
 Kind = Literal["whole", "number", "flag", "datetime", "time", "text", "id"]
 
 BLOCK_BYTES = 1 << 20  # text parsed at a time by the fast path
@@ -75,6 +79,14 @@ class Column:
     kind: Kind
     required: bool = True  # must be in the header
     blank_ok: bool = False  # an empty cell reads as NaN instead of being an error (text is "" anyway)
+    # the range of a whole, number or time column's values (workload.jobtable's MAX_* bounds);
+    # datetimes are always from Unix time 0 to MAX_TIME_S
+    least: float = 0.0
+    most: float = float(WHOLE_LIMIT - 1)
+
+    def bounds(self, kind: Kind) -> tuple[float, float]:
+        """The range of the column's values when read as ``kind``."""
+        return (0.0, MAX_TIME_S) if kind == "datetime" else (self.least, self.most)
 
 
 class NamedColumns:
@@ -353,9 +365,12 @@ class _CsvReader:
                 raise _Reject
             stamps = pc.cast(array, pa.timestamp("us", tz="UTC" if zoned else None))
             micros = pc.cast(pc.cast(stamps, pa.int64()), pa.float64()).to_numpy(zero_copy_only=False)
-            return micros / 1e6
+            seconds = micros / 1e6
+            if not _numbers_ok(seconds[known], kind, *column.bounds(kind)):
+                raise _Reject
+            return seconds
         values = pc.cast(array, pa.float64()).to_numpy(zero_copy_only=False)
-        if not _numbers_ok(values[known], kind):
+        if not _numbers_ok(values[known], kind, *column.bounds(kind)):
             raise _Reject
         return values
 
@@ -422,23 +437,29 @@ class _CsvReader:
             return int(cell) if _ID.fullmatch(cell) else None
         if column.blank_ok and not cell:
             return math.nan
+        least, most = column.bounds(kind)
         if kind == "datetime":
             try:
                 stamp = datetime.fromisoformat(cell)
                 if stamp.tzinfo is None:
                     stamp = stamp.replace(tzinfo=UTC)
-                return ((stamp - _EPOCH) // _MICROSECOND) / 1e6
+                seconds = ((stamp - _EPOCH) // _MICROSECOND) / 1e6
             except (ValueError, OverflowError):
                 raise ValueError(f"expected {_EXPECTED[kind]}, got {text!r}") from None
+            if out_of_range(seconds, least, most):
+                raise ValueError(f"expected {_EXPECTED[kind]} from 1970 to 2242, got {text!r}")
+            return seconds
+        what = "a number of seconds" if column.kind == "time" else _EXPECTED[kind]
         try:
             value = float(cell)
         except ValueError:
-            value = math.nan
-        if not _number_ok(value, kind):
-            if kind == "whole" and math.isfinite(value) and value == math.floor(value):
-                raise ValueError(f"expected a whole number below 2^31, got {text!r}")
-            what = "a number of seconds" if column.kind == "time" else _EXPECTED[kind]
+            raise ValueError(f"expected {what}, got {text!r}") from None
+        if kind == "flag" and value not in (0.0, 1.0):
             raise ValueError(f"expected {what}, got {text!r}")
+        if kind == "whole" and math.isfinite(value) and value != math.floor(value):
+            raise ValueError(f"expected {what}, got {text!r}")
+        if kind != "flag" and out_of_range(value, least, most):
+            raise ValueError(f"expected {what} {range_text(least, most)}, got {text!r}")
         return value
 
     # -- results ----------------------------------------------------------------------------------------
@@ -473,23 +494,15 @@ class _CsvReader:
         return CsvColumns(self.header, line, row, self.bad, time_kind, values)
 
 
-def _number_ok(value: float, kind: Kind) -> bool:
-    """``_numbers_ok`` for one value."""
-    if not math.isfinite(value):
-        return False
-    if kind == "whole":
-        return value == math.floor(value) and abs(value) < WHOLE_LIMIT
-    return value in (0.0, 1.0) if kind == "flag" else True
-
-
-def _numbers_ok(values: Float64, kind: Kind) -> bool:
-    if not np.isfinite(values).all():
-        return False
-    if kind == "whole":
-        return bool(((values == np.round(values)) & (np.abs(values) < WHOLE_LIMIT)).all())
+def _numbers_ok(values: Float64, kind: Kind, least: float, most: float) -> bool:
+    """Whether every value reads as ``kind`` within [least, most] (so is finite): the fast path's
+    check of a block; a block that fails is read by the slow path, which names the cell."""
     if kind == "flag":
         return bool(((values == 0) | (values == 1)).all())
-    return True
+    ok = (values >= least) & (values <= most)  # False for NaN
+    if kind == "whole":
+        ok &= values == np.floor(values)
+    return bool(ok.all())
 
 
 # -- building a trace from the columns (shared with helios.py) ---------------------------------------------

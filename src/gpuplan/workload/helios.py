@@ -34,21 +34,28 @@ from gpuplan.workload.csvcolumns import (
     read_csv_columns,
     since_earliest,
 )
-from gpuplan.workload.jobtable import Labels, split_gpus
+from gpuplan.workload.jobtable import (
+    MAX_CPUS_PER_JOB,
+    MAX_GPUS_PER_JOB,
+    MAX_NODES_PER_JOB,
+    MAX_TIME_S,
+    Labels,
+    split_gpus,
+)
 from gpuplan.workload.trace import Trace
 
 COLUMNS = (
     Column("job_id", "id"),
     Column("user", "text"),
     Column("vc", "text", required=False),
-    Column("gpu_num", "whole"),
-    Column("node_num", "whole", required=False, blank_ok=True),
-    Column("cpu_num", "whole", required=False, blank_ok=True),
+    Column("gpu_num", "whole", most=MAX_GPUS_PER_JOB),
+    Column("node_num", "whole", required=False, blank_ok=True, most=MAX_NODES_PER_JOB),
+    Column("cpu_num", "whole", required=False, blank_ok=True, most=MAX_CPUS_PER_JOB),
     Column("state", "text"),
-    Column("submit_time", "time"),
-    Column("start_time", "time", required=False, blank_ok=True),
-    Column("end_time", "time", required=False, blank_ok=True),
-    Column("duration", "number", required=False, blank_ok=True),
+    Column("submit_time", "time", most=MAX_TIME_S),
+    Column("start_time", "time", required=False, blank_ok=True, most=MAX_TIME_S),
+    Column("end_time", "time", required=False, blank_ok=True, most=MAX_TIME_S),
+    Column("duration", "number", required=False, blank_ok=True, most=MAX_TIME_S),
 )
 
 # Final states as Slurm names them (COMPLETED, FAILED, CANCELLED, TIMEOUT, NODE_FAIL), lower-cased;

@@ -24,6 +24,43 @@ Int64 = npt.NDArray[np.int64]
 Int32 = npt.NDArray[np.int32]
 Bool = npt.NDArray[np.bool_]
 
+# What a trace may state, at most: far past any real machine, so that only nonsense is refused (a
+# sign error, an overflow, 1e308), and small enough that every figure fits its column (int32 counts)
+# and sums of them stay exact in float64. A reader refuses a line past these as a malformed one.
+# Times: seconds, and Unix times from 1970 (a GPU trace has nothing earlier) up to 2^33 s (year 2242;
+# also 272 years as a duration, longer than any time limit).
+MAX_TIME_S = float(2**33)
+# GPUs (or SWF processors) of one job: 2^24 = 16.8 M, above the cores of Sunway TaihuLight (10.6 M),
+# the largest machine by count; the largest GPU clusters have about 200 k GPUs.
+MAX_GPUS_PER_JOB = 2**24
+# Nodes of one job: 2^20 = 1 M, ten times the nodes of any machine built (Sequoia: 98,304).
+MAX_NODES_PER_JOB = 2**20
+# CPUs of one job: 2^26 = 67 M, six times TaihuLight's cores.
+MAX_CPUS_PER_JOB = 2**26
+# GPUs of one node (or one pod, which runs on one node): a server has 8 or 16, an NVL72 rack 72.
+MAX_GPUS_PER_NODE = 1024
+# CPUs of one node (or pod): the largest single systems have a few thousand (HPE Superdome Flex:
+# 896 cores, 1,792 threads).
+MAX_CPUS_PER_NODE = 2**16
+# Memory of one node (or pod), MiB: 2^30 MiB = 1 PiB; the largest single systems have 48 TiB.
+MAX_MEMORY_MIB_PER_NODE = 2**30
+# Memory of one job, MiB: 2^36 MiB = 64 PiB, seven times Frontier's memory.
+MAX_MEMORY_MIB_PER_JOB = 2**36
+
+
+def out_of_range(value: float, least: float, most: float) -> bool:
+    """Whether ``value`` is NaN, infinite or outside [least, most]: a figure no trace can mean."""
+    return not (least <= value <= most)  # NaN compares False
+
+
+def range_text(least: float, most: float) -> str:
+    """``from 0 to 16,777,216``, as error messages say a bound."""
+
+    def amount(value: float) -> str:
+        return f"{value:,.0f}" if value == int(value) else f"{value:,g}"
+
+    return f"from {amount(least)} to {amount(most)}"
+
 
 def split_gpus(gpus: npt.NDArray[Any], gpus_per_node: int) -> tuple[Int32, Int32]:
     """Nodes and GPUs per node for jobs asking ``gpus`` GPUs in all, on nodes of ``gpus_per_node``:

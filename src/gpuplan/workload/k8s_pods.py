@@ -22,7 +22,7 @@ import json
 import math
 import zlib
 from dataclasses import dataclass, replace
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +30,19 @@ import numpy as np
 
 from gpuplan.errors import InputError
 from gpuplan.workload.csvcolumns import Column, check_gpus_per_node, gpu_trace, job_ids, read_csv_columns
-from gpuplan.workload.jobtable import Int32, Int64, JobTable, Labels, split_gpus
+from gpuplan.workload.jobtable import (
+    MAX_CPUS_PER_NODE,
+    MAX_GPUS_PER_NODE,
+    MAX_MEMORY_MIB_PER_NODE,
+    MAX_TIME_S,
+    Int32,
+    Int64,
+    JobTable,
+    Labels,
+    out_of_range,
+    range_text,
+    split_gpus,
+)
 from gpuplan.workload.trace import Trace
 
 GPU_RESOURCE = "nvidia.com/gpu"
@@ -60,17 +72,19 @@ class NodeList:
     model: tuple[str, ...]
 
 
+# A pod runs on one node: its requests are bounded by what one node can have. gpu_milli is the share
+# of one GPU in thousandths (0 to 1000); times are seconds from the trace start.
 ALIBABA_COLUMNS = (
     Column("name", "id"),
-    Column("cpu_milli", "number"),
-    Column("memory_mib", "number"),
-    Column("num_gpu", "whole"),
-    Column("gpu_milli", "whole"),
+    Column("cpu_milli", "number", most=MAX_CPUS_PER_NODE * 1000),
+    Column("memory_mib", "number", most=MAX_MEMORY_MIB_PER_NODE),
+    Column("num_gpu", "whole", most=MAX_GPUS_PER_NODE),
+    Column("gpu_milli", "whole", most=1000),
     Column("qos", "text", required=False),
     Column("pod_phase", "text", required=False),
-    Column("creation_time", "number"),
-    Column("deletion_time", "number"),
-    Column("scheduled_time", "number", blank_ok=True),
+    Column("creation_time", "number", most=MAX_TIME_S),
+    Column("deletion_time", "number", most=MAX_TIME_S),
+    Column("scheduled_time", "number", blank_ok=True, most=MAX_TIME_S),
 )
 
 
@@ -83,7 +97,10 @@ def read_alibaba_pods(path: Path | str, *, gpus_per_node: int = 8, skip_bad_line
     pod larger than a node), ``gpu_milli`` its share of each GPU. qos = ``qos`` (LS, BE, Burstable,
     Guaranteed) and, as the trace has no namespaces, the team too; state = ``pod_phase``. Skipped and
     counted in ``skipped_invalid``: CPU-only pods (num_gpu 0) and pods never scheduled in the trace
-    (no ``scheduled_time``: their run time is unknown), and rows whose times run backwards.
+    (no ``scheduled_time``: their run time is unknown), and rows whose times run backwards. A figure
+    no pod can mean (NaN, infinite, negative, a time past 2242, requests past one node's bounds in
+    workload.jobtable, gpu_milli above 1000) makes the row malformed: InputError naming file, line and
+    column, or with ``skip_bad_lines`` skipped and counted.
     """
     path = Path(path)
     check_gpus_per_node(gpus_per_node)
@@ -136,24 +153,24 @@ def _lower(labels: Labels) -> Labels:
 
 NODE_COLUMNS = (
     Column("sn", "text"),
-    Column("cpu_milli", "number"),
-    Column("memory_mib", "number"),
-    Column("gpu", "whole"),
+    Column("cpu_milli", "number", most=MAX_CPUS_PER_NODE * 1000),
+    Column("memory_mib", "number", most=MAX_MEMORY_MIB_PER_NODE),
+    Column("gpu", "whole", most=MAX_GPUS_PER_NODE),
     Column("model", "text", required=False),
 )
 
 
 def read_node_list(path: Path | str) -> NodeList:
-    """Read a node list CSV (Alibaba's ``openb_node_list_*.csv`` layout). Errors name file, line, column."""
+    """Read a node list CSV (Alibaba's ``openb_node_list_*.csv`` layout). Errors name file, line, column:
+    a malformed line, or a figure no node has (negative, NaN, infinite, or past the bounds of
+    workload.jobtable), is an error (no line is skipped: a skipped node would shrink the cluster). A
+    cpu_milli or memory_mib of 0 means unknown: the Kubernetes model does not check that resource on
+    the node."""
     path = Path(path)
     table = read_csv_columns(path, NODE_COLUMNS)
     names = table.text("sn").values()
     model = table.text("model").values() if "model" in table else [""] * len(names)
     cpu, mem, gpus = table.number("cpu_milli"), table.number("memory_mib"), table.number("gpu")
-    for field, values in (("cpu_milli", cpu), ("memory_mib", mem), ("gpu", gpus)):
-        bad = np.flatnonzero(values < 0)
-        if len(bad):
-            raise InputError("must not be negative", path=path, line=int(table.line[bad[0]]), field=field)
     if len(names) == 0:
         raise InputError("no nodes in the node list", path=path)
     return NodeList(
@@ -194,7 +211,10 @@ _UNITS = {
 def quantity(text: Any) -> float:
     """A Kubernetes resource quantity (``"500m"``, ``"16Gi"``, ``2``) as a number; ValueError if not."""
     if isinstance(text, int | float) and not isinstance(text, bool):
-        return float(text)
+        try:
+            return float(text)
+        except OverflowError:  # a JSON integer past float range
+            raise ValueError(f"expected a quantity, got a number of {len(str(abs(text)))} digits") from None
     value = str(text).strip()
     for suffix in sorted(_UNITS, key=len, reverse=True):
         if value.endswith(suffix):
@@ -202,8 +222,36 @@ def quantity(text: Any) -> float:
     return float(value)
 
 
+# The most one pod may request of each resource it is read for (a pod runs on one node), in the
+# units quantity() returns: GPUs, cores, bytes.
+_MOST = {
+    GPU_RESOURCE: float(MAX_GPUS_PER_NODE),
+    "cpu": float(MAX_CPUS_PER_NODE),
+    "memory": float(MAX_MEMORY_MIB_PER_NODE) * 1024.0**2,
+}
+
+
+def _request(wanted: dict[str, Any], resource: str) -> float:
+    """A container's request of ``resource`` (0 when absent); ValueError for a quantity no pod can
+    ask: negative (the API server refuses those too), NaN, infinite or past ``_MOST``."""
+    raw = wanted.get(resource, 0)
+    value = quantity(raw)
+    if out_of_range(value, 0.0, _MOST[resource]):
+        shown = raw if isinstance(raw, str) else json.dumps(raw)
+        raise ValueError(f"expected a quantity {range_text(0.0, _MOST[resource])}, got {shown!r}")
+    return value
+
+
 def _time(text: Any) -> float:
-    return datetime.fromisoformat(str(text).replace("Z", "+00:00")).timestamp()
+    """Unix seconds of an RFC 3339 time (``2024-05-01T10:00:00Z``; without a zone: UTC); ValueError
+    for one before 1970 or after 2242 (MAX_TIME_S)."""
+    stamp = datetime.fromisoformat(str(text).replace("Z", "+00:00"))
+    if stamp.tzinfo is None:
+        stamp = stamp.replace(tzinfo=UTC)
+    seconds = stamp.timestamp()
+    if out_of_range(seconds, 0.0, MAX_TIME_S):
+        raise ValueError(f"expected a time from 1970 to 2242, got {text!r}")
+    return seconds
 
 
 def _line_of(text: str, needle: str) -> int | None:
@@ -221,7 +269,10 @@ def read_kubectl_pods(path: Path | str, *, gpus_per_node: int = 8, skip_bad_line
     as ``still_running``). Pods of one Job form one job: submit = first creation, run time = latest
     finish - latest start, nodes = pod count. Pods without GPUs, never started, or with times out of
     order are skipped and counted in ``skipped_invalid``; a malformed pod raises InputError naming the
-    file, the line of its name and the field, or with ``skip_bad_lines`` is skipped and counted.
+    file, the line of its name and the field, or with ``skip_bad_lines`` is skipped and counted. A pod
+    is malformed also when a time is before 1970 or after 2242, or a request is negative, NaN,
+    infinite or more than one node can have (workload.jobtable's MAX_GPUS_PER_NODE, MAX_CPUS_PER_NODE,
+    MAX_MEMORY_MIB_PER_NODE); a time without a zone reads as UTC.
     """
     path = Path(path)
     check_gpus_per_node(gpus_per_node)
@@ -256,11 +307,20 @@ def read_kubectl_pods(path: Path | str, *, gpus_per_node: int = 8, skip_bad_line
             gpus = cpu = mem = 0.0
             for c, container in enumerate(pod["spec"]["containers"]):
                 resources = container.get("resources") or {}
-                wanted = resources.get("requests") or resources.get("limits") or {}
+                which = "requests" if resources.get("requests") else "limits"
+                wanted = resources.get(which) or {}
                 field = f"spec.containers[{c}].resources"
-                gpus += quantity(wanted.get(GPU_RESOURCE, 0))
-                cpu += quantity(wanted.get("cpu", 0))
-                mem += quantity(wanted.get("memory", 0))
+                if not isinstance(wanted, dict):
+                    raise TypeError(f"expected a map of resources, got {wanted!r}")
+                field = f"spec.containers[{c}].resources.{which}.{GPU_RESOURCE}"
+                gpus += _request(wanted, GPU_RESOURCE)
+                field = f"spec.containers[{c}].resources.{which}.cpu"
+                cpu += _request(wanted, "cpu")
+                field = f"spec.containers[{c}].resources.{which}.memory"
+                mem += _request(wanted, "memory")
+            field = "spec.containers[].resources"
+            if gpus > _MOST[GPU_RESOURCE] or cpu > _MOST["cpu"] or mem > _MOST["memory"]:
+                raise ValueError("the containers together ask more than one node can have")
             status = pod.get("status") or {}
             field = "status.startTime"
             started = _time(status["startTime"]) if status.get("startTime") else math.nan

@@ -29,13 +29,13 @@ from gpuplan.workload.csvcolumns import (
     read_csv_columns,
     since_earliest,
 )
-from gpuplan.workload.jobtable import Labels, split_gpus
+from gpuplan.workload.jobtable import MAX_GPUS_PER_JOB, MAX_TIME_S, Labels, split_gpus
 from gpuplan.workload.trace import Trace
 
 PHILLY_COLUMNS = (
     Column("timestamp", "datetime"),
-    Column("duration", "number"),
-    Column("num_gpus", "whole"),
+    Column("duration", "number", most=MAX_TIME_S),
+    Column("num_gpus", "whole", most=MAX_GPUS_PER_JOB),
     Column("cluster", "text"),
     Column("job_id", "id", required=False),
     Column("user", "text", required=False),
@@ -83,9 +83,9 @@ def read_philly(path: Path | str, *, gpus_per_node: int = 8, skip_bad_lines: boo
 CHRONUS_COLUMNS = (
     Column("job_id", "id"),
     Column("user", "text"),
-    Column("num_gpu", "whole"),
-    Column("submit_time", "number"),
-    Column("duration", "number"),
+    Column("num_gpu", "whole", most=MAX_GPUS_PER_JOB),
+    Column("submit_time", "number", most=MAX_TIME_S),
+    Column("duration", "number", most=MAX_TIME_S),
     Column("best_effort", "flag", required=False),
     Column("job_type", "text", required=False),
 )

@@ -21,6 +21,9 @@ NodeList, ...) are ignored. Blank lines are skipped. Semantics from the sacct ma
   job's GPUs are the larger of ``gres/gpu`` and the sum of the typed counts.
 - State: the first word, lower-cased (``CANCELLED by 1000`` -> ``cancelled``; ``TIMEOUT`` -> ``timeout``,
   the job reached its time limit).
+- Figures no cluster can mean make a line malformed: times before 1970 or after 2242 and durations
+  past 2^33 s (MAX_TIME_S), and node, GPU, CPU and memory counts past the bounds of
+  ``workload.jobtable`` (MAX_NODES_PER_JOB, MAX_GPUS_PER_JOB, MAX_CPUS_PER_JOB, MAX_MEMORY_MIB_PER_JOB).
 
 The fast path parses blocks of whole lines with pyarrow, a column at a time; a block that does not
 convert is read again line by line, only to name the first bad line and column or, with
@@ -44,7 +47,18 @@ import numpy.typing as npt
 
 from gpuplan.errors import InputError
 from gpuplan.workload.csvcolumns import NamedColumns, check_gpus_per_node, nonempty_line_numbers, read_blocks
-from gpuplan.workload.jobtable import JobTable, Labels, split_gpus
+from gpuplan.workload.jobtable import (
+    MAX_CPUS_PER_JOB,
+    MAX_GPUS_PER_JOB,
+    MAX_MEMORY_MIB_PER_JOB,
+    MAX_NODES_PER_JOB,
+    MAX_TIME_S,
+    JobTable,
+    Labels,
+    out_of_range,
+    range_text,
+    split_gpus,
+)
 from gpuplan.workload.trace import Trace
 
 Float64 = npt.NDArray[np.float64]
@@ -115,9 +129,13 @@ def parse_time(text: str) -> float:
         return math.nan
     if _DATETIME_RE.fullmatch(cell):
         try:
-            return datetime.fromisoformat(cell).replace(tzinfo=UTC).timestamp()
+            seconds = datetime.fromisoformat(cell).replace(tzinfo=UTC).timestamp()
         except ValueError:
             pass
+        else:
+            if not out_of_range(seconds, 0.0, MAX_TIME_S):
+                return seconds
+            raise ValueError(f"expected a date and time from 1970 to 2242, got {text!r}")
     raise ValueError(f"expected a date and time (YYYY-MM-DDTHH:MM:SS), Unknown or None, got {text!r}")
 
 
@@ -134,7 +152,10 @@ def parse_duration(text: str) -> float:
     if days is None and len(parts) < 3:  # MM or MM:SS
         parts = [0, *parts]
     hours, minutes, seconds = [*parts, 0, 0][:3]  # HH:MM:SS; with days also D-HH and D-HH:MM
-    return float(((int(days or 0) * 24 + hours) * 60 + minutes) * 60 + seconds)
+    total = float(((int(days or 0) * 24 + hours) * 60 + minutes) * 60 + seconds)
+    if total > MAX_TIME_S:
+        raise ValueError(f"expected a duration of at most {MAX_TIME_S:,.0f} s (272 years), got {text!r}")
+    return total
 
 
 def parse_count(text: str) -> float:
@@ -144,6 +165,8 @@ def parse_count(text: str) -> float:
         return 0.0
     if not _WHOLE.fullmatch(cell):
         raise ValueError(f"expected a whole number, got {text!r}")
+    if int(cell) > MAX_NODES_PER_JOB:
+        raise ValueError(f"expected a whole number {range_text(0, MAX_NODES_PER_JOB)}, got {text!r}")
     return float(cell)
 
 
@@ -179,8 +202,15 @@ def parse_tres(text: str) -> tuple[float, float, float, float, float]:
             else:
                 typed += count
     gpus = max(untyped, typed)
-    if gpus >= 2**31:
-        raise ValueError(f"expected fewer than 2^31 GPUs, got {text!r}")
+    limits: tuple[tuple[str, float, int], ...] = (
+        ("GPUs", gpus, MAX_GPUS_PER_JOB),
+        ("CPUs", cpus, MAX_CPUS_PER_JOB),
+        ("nodes", nodes, MAX_NODES_PER_JOB),
+        ("MB of memory", mem, MAX_MEMORY_MIB_PER_JOB),
+    )
+    for what, amount, most in limits:
+        if amount > most:  # NaN (no mem=) compares False
+            raise ValueError(f"expected {what} {range_text(0, most)}, got {text!r}")
     return 1.0, float(gpus), float(cpus), mem, float(nodes)
 
 
@@ -378,7 +408,11 @@ class _SacctReader:
             if pc.all(pc.match_substring_regex(known, f"^{_DATETIME}$")).as_py() is False:
                 raise _Reject
             stamps = pc.cast(pc.if_else(unknown, pa.scalar(None, pa.string()), array), pa.timestamp("s"))
-            return pc.cast(pc.cast(stamps, pa.int64()), pa.float64()).to_numpy(zero_copy_only=False)
+            seconds = pc.cast(pc.cast(stamps, pa.int64()), pa.float64()).to_numpy(zero_copy_only=False)
+            given = seconds[~np.isnan(seconds)]
+            if not ((given >= 0.0) & (given <= MAX_TIME_S)).all():
+                raise _Reject  # the slow path names the line
+            return seconds
         encoded = array.dictionary_encode()
         distinct = encoded.dictionary.to_pylist()
         at = encoded.indices.to_numpy()

@@ -10,11 +10,18 @@ processors = field 8 (requested processors) if > 0, else field 5 (allocated proc
 P processors asks ceil(P / G) whole nodes with ceil(P / nodes) GPUs each. Run time is field 4,
 the time limit field 9 (requested time) when > 0. A job with run time < 0 or processors <= 0 is
 skipped and counted. Team is the group (field 13) when known, else the user (field 12).
+
+Figures no log can mean make a line malformed (``FIELD_RANGES``): NaN or an infinity in any field, a
+negative submit time, a value below -1 (-1 is SWF's "unknown") where the format allows no other
+negative value, and sizes and times past the bounds of ``workload.jobtable``. A negative run time
+is read as unknown, as -1 is: the archive's own logs have such records (MetaCentrum-wagap-2013 line
+4186: run time -1359980917, a job without a recorded end).
 """
 
 from __future__ import annotations
 
 import gzip
+import math
 import re
 from pathlib import Path
 
@@ -22,7 +29,16 @@ import numpy as np
 import numpy.typing as npt
 
 from gpuplan.errors import InputError
-from gpuplan.workload.jobtable import JobTable, Labels, split_gpus
+from gpuplan.workload.jobtable import (
+    MAX_GPUS_PER_JOB,
+    MAX_MEMORY_MIB_PER_NODE,
+    MAX_TIME_S,
+    JobTable,
+    Labels,
+    out_of_range,
+    range_text,
+    split_gpus,
+)
 from gpuplan.workload.trace import Trace
 
 SWF_FIELDS = (
@@ -50,6 +66,25 @@ N_FIELDS = len(SWF_FIELDS)
     range(13)
 )
 QUEUE, PARTITION = 14, 15
+
+# The range of each field read (0-based index): -1 is "unknown" in every field but the submit time;
+# ids (numbers of users, groups, queues, ...) stay exact in float64 up to 2^53. Requested memory is
+# in KB per processor, so at most a node's. Fields not listed need only be finite numbers.
+_ID_MOST = float(2**53)
+FIELD_RANGES: dict[int, tuple[float, float]] = {
+    JOB: (-1.0, _ID_MOST),
+    SUBMIT: (0.0, MAX_TIME_S),
+    RUN: (-MAX_TIME_S, MAX_TIME_S),  # negative: unknown (see the module docstring)
+    ALLOC_PROCS: (-1.0, float(MAX_GPUS_PER_JOB)),
+    REQ_PROCS: (-1.0, float(MAX_GPUS_PER_JOB)),
+    REQ_TIME: (-1.0, MAX_TIME_S),
+    REQ_MEM: (-1.0, float(MAX_MEMORY_MIB_PER_NODE) * 1024.0),
+    STATUS: (-1.0, _ID_MOST),
+    USER: (-1.0, _ID_MOST),
+    GROUP: (-1.0, _ID_MOST),
+    QUEUE: (-1.0, _ID_MOST),
+    PARTITION: (-1.0, _ID_MOST),
+}
 
 # SWF status codes (field 11).
 _STATUS = {0: "failed", 1: "completed", 2: "partial", 3: "partial", 4: "partial", 5: "cancelled"}
@@ -91,6 +126,33 @@ def _is_data(line: str) -> bool:
     return bool(stripped) and not stripped.startswith(";")
 
 
+def _rows_in_range(table: npt.NDArray[np.float64]) -> bool:
+    """Whether every value of ``table`` (rows of 18 fields) is finite and within FIELD_RANGES."""
+    if not np.isfinite(table).all():
+        return False
+    return all(
+        bool(((table[:, index] >= least) & (table[:, index] <= most)).all())
+        for index, (least, most) in FIELD_RANGES.items()
+    )
+
+
+def _range_error(values: list[float], tokens: list[str]) -> tuple[int, str] | None:
+    """(field index, message) of the first value of a line out of its range, or None."""
+    for index, value in enumerate(values):
+        least, most = FIELD_RANGES.get(index, (-math.inf, math.inf))
+        if not math.isfinite(value):
+            return index, f"expected a finite number, got {tokens[index]!r}"
+        if out_of_range(value, least, most):
+            if index == RUN:
+                allowed = f"a number of seconds up to {most:,.0f} (negative: unknown)"
+            elif least == -1.0:
+                allowed = f"-1 (unknown) or a number {range_text(0.0, most)}"
+            else:
+                allowed = f"a number {range_text(least, most)}"
+            return index, f"expected {allowed}, got {tokens[index]!r}"
+    return None
+
+
 def _parse_slowly(
     lines: list[str], path: Path, skip_bad_lines: bool
 ) -> tuple[npt.NDArray[np.float64], list[int], int]:
@@ -118,6 +180,9 @@ def _parse_slowly(
                     line=number,
                     field=field_name(len(tokens)),
                 )
+            wrong = _range_error(values, tokens)
+            if wrong is not None:
+                raise InputError(wrong[1], path=path, line=number, field=field_name(wrong[0]))
         except InputError:
             if not skip_bad_lines:
                 raise
@@ -153,6 +218,8 @@ def read_swf(path: Path | str, *, gpus_per_node: int = 1, skip_bad_lines: bool =
         if first_data == len(lines):
             raise ValueError("no data lines")
         table = np.loadtxt(lines, comments=";", usecols=range(N_FIELDS), ndmin=2, dtype=np.float64)
+        if not _rows_in_range(table):
+            raise ValueError("a value out of its field's range")  # the slow path names it
         if len(lines) - first_data == len(table):  # all non-data lines at the top: the common case
             line_of = np.arange(first_data + 1, len(lines) + 1, dtype=np.int64)
         else:

@@ -20,7 +20,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from gpuplan.sim.kubernetes.cluster import MILLI, Nodes
+from gpuplan.sim.kubernetes.cluster import MILLI, Nodes, free_at_start
 from gpuplan.sim.kubernetes.scheduler import PodRequest
 
 
@@ -31,8 +31,8 @@ class _TemplateNode:
 
     def __init__(self, gpus: int, cpu: int, mem: int) -> None:
         self.gpu = [MILLI] * gpus
-        self.cpu = cpu
-        self.mem = mem
+        self.cpu = free_at_start(cpu)  # a pool's unknown CPU or memory is not checked
+        self.mem = free_at_start(mem)
 
     def take(self, pod: PodRequest) -> bool:
         if self.cpu < pod.cpu or self.mem < pod.mem:

@@ -8,6 +8,12 @@ MIG, Alibaba's gpushare) offers; such a pod goes to the GPU with the least room 
 
 An autoscaled pool has ``max_nodes`` slots; slots beyond those up are nodes the cluster autoscaler may
 add (``up`` False until they are Ready).
+
+A node's CPU or memory may be unknown (``UNKNOWN``: no node list, and a scenario pool without a shape,
+``cpus_per_node`` or ``memory_gb``). That resource is then not a constraint on the node: pods' requests
+of it are not checked (its free amount starts at ``UNCHECKED_FREE``, which no sum of requests uses
+up), and kube-scheduler's scoring leaves it out, as NodeResourcesFit does for a resource whose
+allocatable is 0. The run echoes which pools had unknown resources (settings "node_resources").
 """
 
 from __future__ import annotations
@@ -20,6 +26,16 @@ import numpy.typing as npt
 from gpuplan.workload.jobtable import Bool, Int32, Int64
 
 MILLI = 1000  # thousandths of a GPU (Alibaba's gpu_milli)
+UNKNOWN = 0  # a pool's cpu_milli or memory_mib when the nodes' figure is not known: not checked
+# free CPU or memory of a node whose capacity is UNKNOWN: more than any pods' requests add up to
+# (a pod asks at most workload.jobtable's MAX_CPUS_PER_NODE, MAX_MEMORY_MIB_PER_NODE), and far
+# from int64 overflow when a preemption check adds the requests of a node's pods to it
+UNCHECKED_FREE = 2**62
+
+
+def free_at_start(capacity: int) -> int:
+    """What an empty node has free of a resource with ``capacity`` (UNKNOWN: never runs out)."""
+    return capacity if capacity != UNKNOWN else UNCHECKED_FREE
 
 
 @dataclass(frozen=True)
@@ -28,8 +44,8 @@ class NodePoolSpec:
 
     name: str
     gpus_per_node: int
-    cpu_milli: int  # allocatable CPU per node
-    memory_mib: int  # allocatable memory per node
+    cpu_milli: int  # allocatable CPU per node; UNKNOWN (0): not known, not checked
+    memory_mib: int  # allocatable memory per node; UNKNOWN (0): not known, not checked
     nodes: int  # nodes up at t = 0
     min_nodes: int
     max_nodes: int
@@ -69,8 +85,9 @@ class Nodes:
         # per GPU: free thousandths; -1 for GPUs a node does not have
         index = np.arange(self.max_gpus)
         self.gpu_free = np.where(index[None, :] < self.gpus[:, None], MILLI, -1).astype(np.int32)
-        self.cpu_free: Int64 = self.cpu_alloc.copy()
-        self.mem_free: Int64 = self.mem_alloc.copy()
+        # unknown capacity (allocatable UNKNOWN): free never runs out, and scoring leaves it out
+        self.cpu_free: Int64 = np.where(self.cpu_alloc != UNKNOWN, self.cpu_alloc, UNCHECKED_FREE)
+        self.mem_free: Int64 = np.where(self.mem_alloc != UNKNOWN, self.mem_alloc, UNCHECKED_FREE)
         self.whole_free: Int32 = self.gpus.copy()  # GPUs with nothing on them
         self.best_free: Int32 = np.where(self.gpus > 0, MILLI, 0).astype(np.int32)  # most free on one GPU
         self.gpu_free_total: Int64 = self.gpus.astype(np.int64) * MILLI

@@ -33,15 +33,23 @@ from gpuplan.scenario.kubernetes import KubernetesSettings
 from gpuplan.sim.cluster import Pool
 from gpuplan.sim.engine import Timeline
 from gpuplan.sim.kubernetes.autoscaler import scale_down_candidates, scale_up
-from gpuplan.sim.kubernetes.cluster import MILLI, NodePoolSpec, Nodes
+from gpuplan.sim.kubernetes.cluster import MILLI, UNKNOWN, NodePoolSpec, Nodes
 from gpuplan.sim.kubernetes.kueue import Decision, Kueue
 from gpuplan.sim.kubernetes.placement import PoolPlacement
 from gpuplan.sim.kubernetes.preemption import PodIndex, choose_victims
 from gpuplan.sim.kubernetes.scheduler import PodRequest, Scoring, select_node
 from gpuplan.sim.kubernetes.services import WARM, Deployments
-from gpuplan.sim.kubernetes.setup import build_kueue, job_priorities, pod_requests, pools_that_fit, scoring_of
+from gpuplan.sim.kubernetes.setup import (
+    build_kueue,
+    job_priorities,
+    job_reach,
+    kueue_flavors,
+    pod_requests,
+    refusals,
+    scoring_of,
+)
 from gpuplan.sim.outcome import COMPLETED, REJECTED, UNFINISHED, ModelRun, PoolSchedule
-from gpuplan.workload.jobtable import Int32, Int64, JobTable
+from gpuplan.workload.jobtable import Int32, Int64, JobTable, Labels
 from gpuplan.workload.services import Service
 
 MODEL = "kubernetes"
@@ -62,6 +70,19 @@ PodKey = tuple[int, float, int, int, int]
 # waitForPodsReady requeues of one job after which the simulation gives it up (deactivated) when
 # requeuingStrategy.backoffLimitCount is unset (Kueue's default: requeue forever)
 UNBOUNDED_REQUEUES = 1000
+
+# Why a job did not run, in the schedulers' words (ModelRun.reason, jobs.parquet "reason"):
+# - rejected at submit, as it can never run (setup.refusals: kube-scheduler's "Insufficient ...",
+#   Kueue's NoMatchingFlavor and ExceedsMaxQuota);
+# - rejected when Kueue deactivates it past requeuingStrategy.backoffLimitCount:
+#   RequeuingLimitExceeded (pkg/controller/core/workload_controller.go, triggerDeactivation);
+# - unfinished, with the last thing that held it at the end: PodsReadyTimeout (Kueue's eviction
+#   reason: evicted UNBOUNDED_REQUEUES times, Kueue would go on requeuing it), WaitingForQuota
+#   (pending in its ClusterQueue), Unschedulable (kube-scheduler's PodScheduled reason: pods pending).
+REQUEUING_LIMIT_EXCEEDED = "RequeuingLimitExceeded"
+EVICTED_BY_PODS_READY_TIMEOUT = "PodsReadyTimeout"
+WAITING_FOR_QUOTA = "WaitingForQuota"
+UNSCHEDULABLE = "Unschedulable"
 
 
 class KubernetesRun:
@@ -120,6 +141,7 @@ class KubernetesRun:
         self.checkpoint = np.asarray(jobs.column("checkpoint_s"), np.float64)
         self.job_gpus = self.milli_of_job * self.pods / MILLI
         self.rejected = np.zeros(n, bool)
+        self.given_up: dict[int, str] = {}  # job -> why the run gave it up (REQUEUING_LIMIT_EXCEEDED, ...)
         self.placing = 0  # jobs with pods created but not all bound
         self.index = PodIndex(self.nodes.count, self.priority.tolist())
         self.events: list[tuple[float, int, int, int, int]] = []
@@ -144,10 +166,9 @@ class KubernetesRun:
         self.touched: set[int] = set(range(len(pools)))  # pools whose timeline row may have changed
         self.clock = 0.0  # time up to which node-hours and borrowing are integrated
         # Kueue
-        self.flavors_of_job = pools_that_fit(self.requests, pools)
+        self.reach = job_reach(self.requests, self.pods, pools)
         # Kueue may also assign default-flavor (no node labels, the index after the pools)
-        any_flavor = (len(pools),)
-        kueue_flavors = [fit + any_flavor if fit else fit for fit in self.flavors_of_job]
+        flavors = kueue_flavors(self.reach, len(pools))
         self.kueue: Kueue | None = None
         self.queue_of_job: Int32 = np.zeros(n, np.int32)
         self.queue_names: list[str] = []
@@ -159,9 +180,13 @@ class KubernetesRun:
                 self.milli_of_job * self.pods,
                 self.priority,
                 pools,
-                kueue_flavors,
+                flavors,
                 flavor_per_pool=bool((self.pool_sel >= 0).any()),
             )
+        # jobs that can never run are rejected at submit, with the reason
+        self.refusal = refusals(
+            self.reach, flavors, self.kueue, self.queue_of_job, self.milli_of_job * self.pods
+        )
         self.cohort_queues = (
             [
                 q
@@ -180,6 +205,8 @@ class KubernetesRun:
         self.provisioning_slots: set[int] = set()
         self.unneeded_since: dict[int, float] = {}
         self.last_scale_up = -math.inf
+        self.scan_queued = False  # a CA_SCAN is in the heap
+        self.pods_since_scan = False  # pods created that the last scan has not seen pending
         self.pool_added = [0] * len(pools)
         self.pool_removed = [0] * len(pools)
 
@@ -193,16 +220,17 @@ class KubernetesRun:
 
     def run(self) -> None:
         for j in range(len(self.jobs)):
-            if self.flavors_of_job[j]:
-                self._push(float(self.jobs.submit_s[j]), SUBMIT, j)
-            else:
+            if self.refusal[j]:
                 self.rejected[j] = True
+            else:
+                self._push(float(self.jobs.submit_s[j]), SUBMIT, j)
         if self.deployments:
             self.deployments.start(self._queue_replica)
             self._scheduler_pass()  # the warm replicas are bound before the first sync
             self._push(0.0, HPA_SYNC)
         if self.autoscaled.any():
             self._push(0.0, CA_SCAN)
+            self.scan_queued = True
         events = self.events
         while events:
             now = events[0][0]
@@ -213,6 +241,7 @@ class KubernetesRun:
                     self.batch_events -= 1
                 self._handle(kind, a, b)
             self._schedule()
+            self._wake_autoscaler()
             self._record()
         self._advance(max(self.now, self.horizon_s or 0.0, self.deployments.span_s))
         for pool in range(len(self.pool_specs)):
@@ -296,6 +325,7 @@ class KubernetesRun:
         self.held_since[j] = self.now
         priority, generation = -int(self.priority[j]), int(self.generation[j])
         self.fresh.extend((priority, self.now, k, j, generation) for k in range(int(self.pods[j])))
+        self.pods_since_scan = True
 
     def _admitted(self, decision: Decision) -> None:
         j = decision.job
@@ -414,6 +444,10 @@ class KubernetesRun:
         if self.requeues[j] > limit:
             self._leave(j, INACTIVE)
             self.counts["deactivated"] += 1
+            # Kueue deactivates it past backoffLimitCount (it never runs: rejected); without one Kueue
+            # would requeue it forever (still queued at the end: unfinished)
+            limited = strategy.backoffLimitCount is not None
+            self.given_up[j] = REQUEUING_LIMIT_EXCEEDED if limited else EVICTED_BY_PODS_READY_TIMEOUT
             return
         if strategy.timestamp == "Eviction":
             self.queue_ts[j] = self.now
@@ -513,6 +547,7 @@ class KubernetesRun:
 
     def _queue_replica(self, rid: int, priority: int, created: float) -> None:
         self.fresh.append((-priority, created, 0, -rid - 1, 0))
+        self.pods_since_scan = True
 
     def _bind_replica(self, rid: int, node: int) -> None:
         replica = self.deployments.replicas[rid]
@@ -569,6 +604,8 @@ class KubernetesRun:
         remove unneeded nodes. Scans stop when nothing is left to do."""
         ca = self.settings.clusterAutoscaler
         changed = False
+        self.scan_queued = False
+        self.pods_since_scan = bool(self.fresh)  # created this instant, not yet tried by kube-scheduler
         pending = self._unschedulable()
         if pending:
             for pool, count in scale_up(self.nodes, self.provisioning, pending).items():
@@ -596,9 +633,23 @@ class KubernetesRun:
             self.up_count[p] > self.pool_specs[p].min_nodes
             for p in {int(self.nodes.pool[node]) for node in self.unneeded_since}
         )
-        busy = self.batch_events > 0 or self.now < self.deployments.span_s or pending or removable
+        # Scans go on while anything may change; pods left pending with no node to add for them
+        # wait for an event (the next scan then comes from _wake_autoscaler), so a cluster at its
+        # maxNodes with pods that never fit does not scan forever.
+        busy = self.batch_events > 0 or self.now < self.deployments.span_s or removable
         if busy or changed or any(self.provisioning):
             self._push(self.now + ca.scanInterval, CA_SCAN)
+            self.scan_queued = True
+
+    def _wake_autoscaler(self) -> None:
+        """After an instant: pods created since the last scan that kube-scheduler left pending get a
+        scan at the next scan interval (the autoscaler scans every ``scanInterval``; here it is woken
+        only when there is something to look at)."""
+        if self.scan_queued or not self.pods_since_scan or not self.autoscaled.any():
+            return
+        if self._unschedulable():
+            self._push(self.now + self.settings.clusterAutoscaler.scanInterval, CA_SCAN)
+            self.scan_queued = True
 
     def _scale_down(self, unneeded_time: float) -> bool:
         """Remove nodes unneeded for long enough: empty ones all, one with replicas per scan."""
@@ -649,6 +700,8 @@ class KubernetesRun:
         completed = self.state == DONE
         state[completed] = COMPLETED
         state[self.rejected] = REJECTED
+        reason = self._reasons()
+        state[reason.codes == reason.labels.index(REQUEUING_LIMIT_EXCEEDED)] = REJECTED
         start_s = np.where(completed, self.start_s, np.nan)
         end_s = np.where(completed, self.end_s, np.nan)
         first_node = self.final_node[np.minimum(self.first_pod[:-1], max(len(self.final_node) - 1, 0))]
@@ -692,7 +745,23 @@ class KubernetesRun:
             lost_gpu_s=self.lost_gpu_s,
             job_gpus=self.job_gpus,
             extra={"kubernetes": self._figures()},
+            reason=reason,
         )
+
+    def _reasons(self) -> Labels:
+        """Each job's reason: why it was rejected, given up, or was still waiting at the end."""
+        words = [""] * len(self.jobs)
+        for j in np.flatnonzero(self.rejected).tolist():
+            words[j] = self.refusal[j]
+        for j, why in self.given_up.items():
+            words[j] = why
+        for j in np.flatnonzero((self.state == QUEUED) & ~self.rejected).tolist():
+            words[j] = WAITING_FOR_QUOTA
+        for j in np.flatnonzero(self.state == PLACING).tolist():
+            words[j] = UNSCHEDULABLE
+        labels = ("", REQUEUING_LIMIT_EXCEEDED, *sorted(set(words) - {"", REQUEUING_LIMIT_EXCEEDED}))
+        index = {label: i for i, label in enumerate(labels)}
+        return Labels(np.array([index[w] for w in words], np.int32), labels)
 
     def _echo(self) -> dict[str, Any]:
         s = self.settings
@@ -701,7 +770,23 @@ class KubernetesRun:
             echoed["clusterQueues"] = self.queue_names
             echoed["fairSharing"] = s.kueue.fairSharing.enable
             echoed["waitForPodsReady"] = s.kueue.waitForPodsReady.enable
+        # what the nodes were taken to have: a user sees when CPU and memory were not checked
+        echoed["node_resources"] = {spec.name: node_resources(spec) for spec in self.pool_specs}
         return echoed
+
+    def _requests_not_checked(self) -> int:
+        """Jobs that ask CPU or memory where a pool they may run in has that resource UNKNOWN."""
+        count = 0
+        for j, (pod, where) in enumerate(zip(self.requests, self.reach, strict=True)):
+            if self.rejected[j] or not (pod.cpu > 0 or pod.mem > 0):
+                continue
+            pools = [self.pool_specs[i] for i in where.fit]
+            if any(
+                (pod.cpu > 0 and p.cpu_milli == UNKNOWN) or (pod.mem > 0 and p.memory_mib == UNKNOWN)
+                for p in pools
+            ):
+                count += 1
+        return count
 
     def _figures(self) -> dict[str, Any]:
         """Figures only this model has: gang idle time, Kueue admission and borrowing, node pools."""
@@ -718,6 +803,8 @@ class KubernetesRun:
                 "by_kueue": self.counts["kueue_preemptions"],
                 "by_kube_scheduler": self.counts["pod_preemptions"],
             },
+            # jobs whose CPU or memory requests were not checked against nodes of unknown capacity
+            "requests_not_checked_jobs": self._requests_not_checked(),
             "node_pools": {
                 spec.name: {
                     "node_hours": self.node_s_up[i] / 3600.0,
@@ -750,6 +837,19 @@ class KubernetesRun:
                 },
             }
         return figures
+
+
+def node_resources(spec: NodePoolSpec) -> str:
+    """A pool's node CPU and memory as the run took them: ``64 CPUs, 512 GiB per node``, or which
+    is unknown and not checked."""
+    cpu = f"{spec.cpu_milli / 1000:g} CPUs" if spec.cpu_milli != UNKNOWN else ""
+    memory = f"{spec.memory_mib / 1024:g} GiB" if spec.memory_mib != UNKNOWN else ""
+    if cpu and memory:
+        return f"{cpu}, {memory} per node"
+    if not cpu and not memory:
+        return "CPU and memory unknown: pods' requests not checked"
+    known, unknown = (cpu, "memory") if cpu else (memory, "CPU")
+    return f"{known} per node; {unknown} unknown: pods' requests not checked"
 
 
 def simulate_kubernetes(

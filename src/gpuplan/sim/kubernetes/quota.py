@@ -12,6 +12,9 @@ https://kueue.sigs.k8s.io/docs/concepts/cluster_queue/ and .../hierarchical_coho
 - ``available`` = local quota not used + what the parent has available, the latter capped by
   ``borrowingLimit``: stored in parent - used in parent + borrowingLimit. A root's available is its
   SubtreeQuota - Usage.
+- ``potential_available`` (Kueue's PotentialAvailable, the "maximum capacity" of the flavor
+  assigner's ExceedsMaxQuota check): the same with no usage anywhere, the largest workload the node
+  could ever admit.
 
 Quantities are thousandths of ``nvidia.com/gpu`` (integers); ``math.inf`` is "no limit".
 """
@@ -92,6 +95,18 @@ class QuotaTree:
             used_in_parent = max(0.0, node.usage[f] - local)
             parent_available = min(stored_in_parent - used_in_parent + borrowing, parent_available)
         return self.local_available(i, f) + parent_available
+
+    def potential_available(self, i: int, f: int) -> float:
+        """The most node ``i`` could ever admit on flavor ``f``, with nothing admitted anywhere: its
+        local quota plus what its parent could lend, capped at SubtreeQuota + borrowingLimit
+        (resource_node.go potentialAvailable)."""
+        node = self.nodes[i]
+        if node.parent < 0:
+            return node.subtree[f]
+        most = self.local_quota(i, f) + self.potential_available(node.parent, f)
+        if node.borrowing_limit[f] != NO_LIMIT:
+            most = min(node.subtree[f] + node.borrowing_limit[f], most)
+        return most
 
     def add_usage(self, i: int, f: int, value: float) -> None:
         self.changes += 1

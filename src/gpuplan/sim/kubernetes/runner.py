@@ -6,6 +6,15 @@ identical nodes (GPU model, GPUs, CPU, memory); another trace runs on the pool `
 A trace gets the default settings: Kueue with one ClusterQueue holding every GPU in ``default-flavor``
 (pods go to any node, as the trace's pods name no GPU model), kube-scheduler's LeastAllocated on CPU
 and memory, and the PriorityClasses ``production`` (the trace's LS and Guaranteed pods) and ``batch``.
+
+Node CPU and memory: a node list's ``cpu_milli`` and ``memory_mib``; a scenario pool's
+``cpus_per_node`` and ``memory_gb``, else its shape's (the OCI catalogue's cores and memory). Where
+none is given -- a trace without a node list, a custom pool without those fields -- the nodes' CPU
+and memory are unknown (``cluster.UNKNOWN``) and are not a constraint: pods' CPU and memory requests
+are not checked against them (gpuplan does not invent a machine's size), and kube-scheduler's
+scoring leaves them out. The settings echo ``node_resources`` says per pool what the nodes were
+taken to have, and the figure ``requests_not_checked_jobs`` counts the jobs whose requests were not
+checked.
 """
 
 from __future__ import annotations
@@ -15,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from gpuplan.scenario.kubernetes import KubernetesSettings
 from gpuplan.scenario.load import LoadedScenario
 from gpuplan.scenario.model import BatchWorkload
-from gpuplan.sim.kubernetes.cluster import NodePoolSpec
+from gpuplan.sim.kubernetes.cluster import UNKNOWN, NodePoolSpec
 from gpuplan.sim.kubernetes.model import simulate_kubernetes
 from gpuplan.sim.outcome import ModelRun
 from gpuplan.workload.k8s_pods import NodeList, PodTrace
@@ -36,8 +45,8 @@ def scenario_pools(loaded: LoadedScenario, settings: KubernetesSettings) -> list
             NodePoolSpec(
                 name=pool.name,
                 gpus_per_node=pool.gpus_per_node,
-                cpu_milli=(pool.cpus_per_node or 0) * 1000,
-                memory_mib=int((pool.memory_gb or 0) * MIB_PER_GB),
+                cpu_milli=pool.cpus_per_node * 1000 if pool.cpus_per_node else UNKNOWN,
+                memory_mib=int(pool.memory_gb * MIB_PER_GB) if pool.memory_gb else UNKNOWN,
                 nodes=nodes,
                 min_nodes=nodes if spec is None or spec.minNodes is None else min(spec.minNodes, nodes),
                 max_nodes=nodes if spec is None or spec.maxNodes is None else max(spec.maxNodes, nodes),
@@ -99,12 +108,12 @@ def run_kubernetes(loaded: Input, request: Any) -> ModelRun:
     elif loaded.node_list is not None:
         pools = node_list_pools(loaded.node_list)
     else:
-        pools = [
+        pools = [  # a trace without a node list: the nodes' CPU and memory are unknown
             NodePoolSpec(
                 p.name,
                 p.gpus_per_node,
-                0,
-                0,
+                UNKNOWN,
+                UNKNOWN,
                 p.nodes,
                 p.nodes,
                 p.nodes,

@@ -4,7 +4,11 @@
 Both run over all nodes at once as array operations. Scores follow the plugin's integer formula per
 resource in ``scoringStrategy.resources``: LeastAllocated = (allocatable - requested) x 100 /
 allocatable, MostAllocated = requested x 100 / allocatable, where requested includes the pod; the node
-score is the weighted mean. kube-scheduler picks at random among the best-scoring nodes (``selectHost``);
+score is the weighted mean over the resources the node has (integer division by the sum of their
+weights; a resource whose allocatable is 0, here also one whose capacity is unknown, is left out and a
+node with none scores 0: least_allocated.go leastResourceScorer, most_allocated.go
+mostResourceScorer). A node's unknown CPU or memory (cluster.UNKNOWN) is never short: the Filter
+passes it. kube-scheduler picks at random among the best-scoring nodes (``selectHost``);
 here ties go to the lowest-numbered node so that runs are reproducible.
 
 GPU pools are tainted (``nvidia.com/gpu:NoSchedule`` on OKE GPU nodes) and every pod here requests GPUs
@@ -58,10 +62,17 @@ def feasible(nodes: Nodes, pod: PodRequest, start: int = 0, stop: int | None = N
     return ok
 
 
-def _resource_score(alloc: np.ndarray, used_after: np.ndarray, most: bool) -> np.ndarray:
-    safe = np.maximum(alloc, 1)
-    score = (used_after if most else alloc - used_after) * MAX_NODE_SCORE // safe
-    return np.where(alloc > 0, score, 0)
+def _resource_score(alloc: np.ndarray, requested: np.ndarray, most: bool) -> np.ndarray:
+    """One resource's score per node (leastRequestedScore, mostRequestedScore: requested past the
+    allocatable scores 0, resp. 100); 0 where the allocatable is 0 (the caller leaves those out)."""
+    known = alloc > 0
+    safe = np.where(known, alloc, 1)
+    used = np.where(known, requested, 0)  # an unknown node's figure is never multiplied
+    if most:
+        score = np.minimum(used, safe) * MAX_NODE_SCORE // safe
+    else:
+        score = np.where(used > safe, 0, (safe - used) * MAX_NODE_SCORE // safe)
+    return np.where(known, score, 0)
 
 
 def select_node(nodes: Nodes, pod: PodRequest, scoring: Scoring) -> int:
@@ -74,19 +85,20 @@ def select_node(nodes: Nodes, pod: PodRequest, scoring: Scoring) -> int:
     if len(candidates) <= 1:
         return int(candidates[0]) if len(candidates) else -1
     total = np.zeros(len(candidates), np.int64)
+    weights = np.zeros(len(candidates), np.int64)
+    resources = []
     if scoring.cpu_weight:
-        used = nodes.cpu_alloc[candidates] - nodes.cpu_free[candidates] + pod.cpu
-        total += scoring.cpu_weight * _resource_score(
-            nodes.cpu_alloc[candidates], used, scoring.most_allocated
-        )
+        alloc = nodes.cpu_alloc[candidates]
+        resources.append((scoring.cpu_weight, alloc, alloc - nodes.cpu_free[candidates] + pod.cpu))
     if scoring.memory_weight:
-        used = nodes.mem_alloc[candidates] - nodes.mem_free[candidates] + pod.mem
-        total += scoring.memory_weight * _resource_score(
-            nodes.mem_alloc[candidates], used, scoring.most_allocated
-        )
+        alloc = nodes.mem_alloc[candidates]
+        resources.append((scoring.memory_weight, alloc, alloc - nodes.mem_free[candidates] + pod.mem))
     if scoring.gpu_weight:
         alloc = nodes.gpus[candidates].astype(np.int64) * MILLI
         used = alloc - nodes.gpu_free_total[candidates] + pod.gpu_milli_total
-        total += scoring.gpu_weight * _resource_score(alloc, used, scoring.most_allocated)
-    # the weighted sum ranks nodes as the weighted mean does
-    return int(candidates[int(total.argmax())])
+        resources.append((scoring.gpu_weight, alloc, used))
+    for weight, alloc, used in resources:
+        total += weight * _resource_score(alloc, used, scoring.most_allocated)
+        weights += weight * (alloc > 0)
+    score = np.where(weights > 0, total // np.maximum(weights, 1), 0)
+    return int(candidates[int(score.argmax())])

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import numpy.typing as npt
 
 from gpuplan.errors import InputError
 from gpuplan.scenario.kubernetes import FlavorQuota, KubernetesSettings
 from gpuplan.scenario.kubernetes import Kueue as KueueSettings
-from gpuplan.sim.kubernetes.cluster import MILLI, NodePoolSpec
+from gpuplan.sim.kubernetes.cluster import MILLI, UNKNOWN, NodePoolSpec
 from gpuplan.sim.kubernetes.kueue import Kueue, QueuePolicy
 from gpuplan.sim.kubernetes.quota import NO_LIMIT, QuotaNode, QuotaTree
 from gpuplan.sim.kubernetes.scheduler import PodRequest, Scoring
@@ -40,7 +42,8 @@ def pod_requests(
 
     The pool is the one the job's ``partition`` names (a node selector), else any. CPU and memory are
     the trace's when given, else the node's share for the pod's GPUs (a pod of 2 of 8 GPUs asks a
-    quarter of the node's CPU and memory), as GPU pods are usually sized."""
+    quarter of the node's CPU and memory), as GPU pods are usually sized; 0 where the node's figure is
+    UNKNOWN (nothing to take a share of, and nothing is checked there)."""
     by_name = {pool.name: i for i, pool in enumerate(pools)}
     aliases = pool_aliases or {}
     named = np.array(
@@ -218,22 +221,116 @@ def build_kueue(
     return kueue, queue_of_job, [queue.name for queue in queues]
 
 
-def pools_that_fit(requests: list[PodRequest], pools: list[NodePoolSpec]) -> list[tuple[int, ...]]:
-    """For each job, the pools whose (empty) nodes can hold one of its pods and that its node selector
-    allows: the ResourceFlavors Kueue may assign it (a pod asking 8 GPUs carries a node selector for
-    8-GPU nodes, as users write it). An empty tuple: no node anywhere can run it."""
-    cache: dict[PodRequest, tuple[int, ...]] = {}
+# Why a job can never run, in the schedulers' own words (jobs.parquet "reason"):
+# kube-scheduler's NodeResourcesFit Filter (pkg/scheduler/framework/plugins/noderesources/fit.go,
+# fitsRequest: "Insufficient <resource>"): no node a pod may use can ever hold it, or all the job's
+# pods at once (a job runs only with every pod bound);
+# Kueue's flavor assigner (pkg/scheduler/flavorassigner/flavorassigner.go): "NoMatchingFlavor", the
+# ClusterQueue has no flavor whose nodes can hold the pod set, and "ExceedsMaxQuota"
+# (fitsResourceQuota: "insufficient quota ... request > maximum capacity"), the request is above the
+# most the ClusterQueue could ever get in each flavor it may use (PotentialAvailable).
+GPU_RESOURCE, CPU_RESOURCE, MEMORY_RESOURCE = "nvidia.com/gpu", "cpu", "memory"
+NO_MATCHING_FLAVOR = "NoMatchingFlavor"
+EXCEEDS_MAX_QUOTA = "ExceedsMaxQuota"
+MANY = 1 << 40  # pods one node holds when no resource limits them
+
+
+def insufficient(resource: str) -> str:
+    return f"Insufficient {resource}"
+
+
+def pods_per_node(pod: PodRequest, pool: NodePoolSpec) -> tuple[int, str]:
+    """How many of ``pod`` one empty node of ``pool`` holds, and the resource that limits it (GPUs
+    first on a tie). Pods of one job may share a node, as the model places them; a resource whose
+    capacity is UNKNOWN does not limit."""
+    if pod.milli >= MILLI:
+        by_gpu = pool.gpus_per_node // pod.gpus if pod.gpus > 0 else MANY
+    else:  # shares of one GPU: each GPU holds MILLI // milli of them
+        by_gpu = pool.gpus_per_node * (MILLI // max(pod.milli, 1))
+    counts = [(by_gpu, GPU_RESOURCE)]
+    if pool.cpu_milli != UNKNOWN and pod.cpu > 0:
+        counts.append((pool.cpu_milli // pod.cpu, CPU_RESOURCE))
+    if pool.memory_mib != UNKNOWN and pod.mem > 0:
+        counts.append((pool.memory_mib // pod.mem, MEMORY_RESOURCE))
+    return min(counts, key=lambda item: item[0])
+
+
+@dataclass(frozen=True)
+class Reach:
+    """Where a job's pods could ever run, from its pod request, pod count and the pools at maxNodes.
+
+    ``fit``: pools its node selector allows whose empty nodes hold one pod (pods without a selector
+    spread over these: kube-scheduler places each pod on any of them). ``whole``: those that alone
+    hold every pod at once (a Kueue flavor of nodeLabels puts the whole pod set in one pool).
+    ``spread``: whether the ``fit`` pools together hold every pod. ``short``: kube-scheduler's reason
+    when they do not."""
+
+    fit: tuple[int, ...]
+    whole: tuple[int, ...]
+    spread: bool
+    short: str
+
+
+def job_reach(requests: list[PodRequest], pods: Int64, pools: list[NodePoolSpec]) -> list[Reach]:
+    """Each job's Reach (a pod asking 8 GPUs carries a node selector for nodes that can hold it, as
+    users write it: those are the ResourceFlavors Kueue may assign)."""
+    cache: dict[tuple[PodRequest, int], Reach] = {}
     result = []
-    for pod in requests:
-        if pod not in cache:
-            cache[pod] = tuple(
+    for pod, count in zip(requests, pods.tolist(), strict=True):
+        key = (pod, int(count))
+        if key not in cache:
+            allowed = [
                 i
                 for i, pool in enumerate(pools)
-                if (pod.pool < 0 or pod.pool == i)
-                and max(pool.max_nodes, pool.nodes) > 0
-                and (pod.gpus <= pool.gpus_per_node if pod.milli >= MILLI else pool.gpus_per_node > 0)
-                and pod.cpu <= pool.cpu_milli
-                and pod.mem <= pool.memory_mib
-            )
-        result.append(cache[pod])
+                if (pod.pool < 0 or pod.pool == i) and max(pool.max_nodes, pool.nodes) > 0
+            ]
+            capacity: dict[int, tuple[int, str]] = {}
+            for i in allowed:
+                per_node, limit = pods_per_node(pod, pools[i])
+                capacity[i] = (per_node * max(pools[i].max_nodes, pools[i].nodes), limit)
+            fit = tuple(i for i in allowed if capacity[i][0] > 0)
+            whole = tuple(i for i in fit if capacity[i][0] >= count)
+            spread = bool(fit) and sum(capacity[i][0] for i in fit) >= count
+            # the resource that limits the pool that holds the most of the job's pods
+            largest = max(allowed, key=lambda i: capacity[i][0], default=-1)
+            short = insufficient(capacity[largest][1] if largest >= 0 else GPU_RESOURCE)
+            cache[key] = Reach(fit, whole, spread, "" if spread else short)
+        result.append(cache[key])
     return result
+
+
+def kueue_flavors(reach: list[Reach], any_flavor: int) -> list[tuple[int, ...]]:
+    """The flavors Kueue may assign each job: the pools that alone hold its pod set, then
+    ``default-flavor`` (no nodeLabels: its pods go to any pool they fit) when the pools together
+    hold it."""
+    return [r.whole + ((any_flavor,) if r.spread else ()) for r in reach]
+
+
+def refusals(
+    reach: list[Reach],
+    flavors: list[tuple[int, ...]],
+    kueue: Kueue | None,
+    queue_of_job: Int32,
+    request_milli: Float64,
+) -> list[str]:
+    """Why each job can never run ("" if it can, perhaps after waiting for capacity that frees up or
+    that the autoscaler adds): the nodes can never hold its pods; or, with Kueue, its ClusterQueue
+    has no flavor it may use (NoMatchingFlavor), or its request is above what the ClusterQueue could
+    ever get in each of them, nominal quota plus what it may borrow (ExceedsMaxQuota)."""
+    reasons = []
+    for j, (where, usable_flavors) in enumerate(zip(reach, flavors, strict=True)):
+        if not where.spread and not where.whole:
+            reasons.append(where.short or insufficient(GPU_RESOURCE))
+            continue
+        if kueue is None:
+            reasons.append("" if where.spread else where.short)
+            continue
+        policy = kueue.queues[int(queue_of_job[j])].policy
+        usable = [f for f in policy.flavors if f in usable_flavors]
+        if not usable:
+            reasons.append(NO_MATCHING_FLAVOR)
+        elif all(kueue.tree.potential_available(policy.node, f) + 1e-9 < request_milli[j] for f in usable):
+            reasons.append(EXCEEDS_MAX_QUOTA)
+        else:
+            reasons.append("")
+    return reasons
