@@ -232,3 +232,40 @@ def test_script_in_names_stays_inert(browser: Browser, tmp_path: Path) -> None:
     )
     assert "Replicas vs demand: <img src=x onerror=alert(1)>" in chart_text  # Plotly shows it as text
     screenshot(browser, ARTIFACTS / "report-script-names.png")
+
+
+HEADLINE_STYLE = """
+(() => {
+  const style = getComputedStyle(document.querySelector('p.headline'));
+  return [style.backgroundColor, style.borderLeftStyle, style.color];
+})()
+"""
+
+
+def test_a_headline_that_is_no_recommendation_looks_like_a_warning(browser: Browser, tmp_path: Path) -> None:
+    """The headline's look follows the decision: plain for a recommendation, a warning (tinted box,
+    left rule) when no model meets every target."""
+    from gpuplan.inputs import load_input
+    from gpuplan.report import build_report
+    from gpuplan.report.results import read_recommendation
+
+    scenario = ROOT / "examples" / "mixed-org.yaml"
+    results = tmp_path / "mixed"
+    simulate(SimulateRequest(input=scenario, out=results))
+    rebuild(results)
+    saved = read_recommendation(results / "recommendation.json")
+    assert saved is not None
+    looks, problems = {}, []
+    for decision in ("clear", "no_model_meets_targets"):
+        changed = saved.model_copy(update={"decision": decision})
+        out = tmp_path / decision
+        build_report(results, out=out, loaded=load_input(scenario), recommendation=changed)
+        problems += browser.problems()
+        browser.events.clear()  # wait for this page's load event, not the previous one's
+        open_report(browser, out / "report.html")
+        looks[decision] = browser.evaluate(HEADLINE_STYLE)
+    plain, warning = looks["clear"], looks["no_model_meets_targets"]
+    assert plain[0] == "rgba(0, 0, 0, 0)" and plain[1] == "none"
+    assert warning[0] != "rgba(0, 0, 0, 0)" and warning[1] == "solid" and warning[2] != plain[2]
+    assert problems + browser.problems() == []
+    screenshot(browser, ARTIFACTS / "report-no-model-meets-targets.png")

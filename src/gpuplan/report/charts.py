@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import html
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,7 +20,6 @@ from gpuplan.report.series import Series, WaitCdf
 
 # Plotly's default qualitative palette, fixed here so a model keeps its colour in every chart
 PALETTE = ("#636efa", "#ef553b", "#00cc96", "#ab63fa", "#ffa15a", "#19d3f3", "#ff6692", "#b6e880", "#ff97ff")
-DASHES = ("solid", "dash", "dot", "dashdot", "longdash", "longdashdot")
 HOUR = 3600.0
 
 
@@ -121,47 +120,133 @@ def workload_hours(by_kind: dict[str, float], by_team: dict[str, float]) -> Char
     return chart("chart-workload", figure)
 
 
-def utilisation(series: Sequence[Series], models: Sequence[str]) -> Chart:
-    figure = _figure("GPU utilisation over time, per model and pool", "days", "busy GPUs / GPUs up")
-    figure.axis("yaxis", range=[0, 1.05], tickformat=".0%")
-    _per_model_pool(figure, series, models, lambda s: s.utilization)
-    return chart("chart-utilisation", figure, "Time-weighted means over equal time bins.")
+def utilisation(series: Sequence[Series], models: Sequence[str], bin_width: str) -> Chart:
+    figure = _panels(
+        "GPU utilisation over time, one panel per model", series, models, lambda s: s.utilization,
+        "busy / up", {"range": [0, 1.05], "tickformat": ".0%"},
+    )  # fmt: skip
+    return chart(
+        "chart-utilisation",
+        figure,
+        f"Busy GPUs over GPUs up, one line per pool: time-weighted means over {bin_width} bins. "
+        "The panels share both axes.",
+    )
 
 
-def busy_gpus(series: Sequence[Series], models: Sequence[str]) -> Chart:
-    figure = _figure("Busy GPUs over time, per model and pool", "days", "busy GPUs")
-    _per_model_pool(figure, series, models, lambda s: s.busy_gpus)
-    return chart("chart-busy", figure, "GPUs per node unknown for some pools: busy GPUs shown instead.")
+def busy_gpus(series: Sequence[Series], models: Sequence[str], bin_width: str) -> Chart:
+    figure = _panels("Busy GPUs over time, one panel per model", series, models, lambda s: s.busy_gpus,
+                     "busy GPUs", {"rangemode": "tozero"})  # fmt: skip
+    return chart(
+        "chart-busy",
+        figure,
+        f"GPUs per node unknown for some pools: busy GPUs instead of the share, means over {bin_width} bins.",
+    )
 
 
-def queue_length(series: Sequence[Series], models: Sequence[str]) -> Chart:
-    figure = _figure("Queued jobs over time, per model and pool", "days", "queued jobs")
-    _per_model_pool(figure, series, models, lambda s: s.queued_jobs)
-    return chart("chart-queue", figure, "Time-weighted means over equal time bins.")
+def queue_length(series: Sequence[Series], models: Sequence[str], bin_width: str) -> Chart:
+    figure = _panels("Queued jobs over time, one panel per model", series, models, lambda s: s.queued_jobs,
+                     "queued jobs", {"rangemode": "tozero"})  # fmt: skip
+    return chart(
+        "chart-queue",
+        figure,
+        f"One line per pool: time-weighted means over {bin_width} bins. The panels share both axes.",
+    )
 
 
-def _per_model_pool(figure: Figure, series: Sequence[Series], models: Sequence[str], values: Any) -> None:
-    palette = colours(list(models))
-    pools = list(dict.fromkeys(s.pool for s in series))
-    for s in series:
-        y = values(s)
-        if y is None:
-            continue
-        figure.add_scatter(
-            name=text(f"{s.model} / {s.pool}"),
-            x=_rounded(s.time_s / 86400.0),
-            y=_rounded(y),
-            mode="lines",
-            line={
-                "color": palette.get(s.model, PALETTE[0]),
-                "dash": DASHES[pools.index(s.pool) % len(DASHES)],
-            },
+PANEL_PX = 170  # plot height of one model's panel
+PANEL_GAP_PX = 34  # room between panels for the next one's name
+
+
+def _side_dash(pool: str) -> str:
+    """The hybrid model's Kubernetes part of a pool (``POOL/kubernetes``) dashed, the rest solid."""
+    return "dash" if pool.endswith("/kubernetes") else "solid"
+
+
+def _panels(
+    title: str,
+    series: Sequence[Series],
+    models: Sequence[str],
+    values: Callable[[Series], Any],
+    y_title: str,
+    y_axis: dict[str, Any],
+) -> Figure:
+    """One panel per model, stacked, sharing the time axis and the value axis, one line per pool: six
+    series overlaid on one plot cannot be told apart. A pool keeps its colour in every panel (the
+    hybrid model's parts of a pool share it: Slurm's solid, Kubernetes' dashed)."""
+    shown = [m for m in models if any(s.model == m for s in series)]
+    shown += [m for m in dict.fromkeys(s.model for s in series) if m not in shown]
+    top_px, bottom_px = 50, 80
+    plot_px = PANEL_PX * len(shown) + PANEL_GAP_PX * (len(shown) - 1)
+    figure = _figure(
+        title,
+        "",
+        "",
+        height=plot_px + top_px + bottom_px,
+        margin={"l": 70, "r": 20, "t": top_px, "b": bottom_px},
+        legend={"orientation": "h", "x": 0, "y": -50 / plot_px, "yanchor": "top"},
+        annotations=[],
+    )
+    bases = list(dict.fromkeys(s.pool.split("/")[0] for s in series))
+    palette = colours(bases)
+    legend_seen: set[str] = set()
+    for index, model in enumerate(shown):
+        top = 1 - index * (PANEL_PX + PANEL_GAP_PX) / plot_px
+        bottom = max(top - PANEL_PX / plot_px, 0.0)
+        suffix = "" if index == 0 else str(index + 1)
+        last = index == len(shown) - 1
+        x_axis: dict[str, Any] = {"anchor": f"y{suffix}", "showticklabels": last, **GRID}
+        y_settings: dict[str, Any] = {
+            "anchor": f"x{suffix}",
+            "domain": [round(bottom, 4), round(top, 4)],
+            "title": {"text": y_title},
+            **GRID,
+            **y_axis,
+        }
+        if index:  # every panel follows the first one's zoom and range
+            x_axis["matches"] = "x"
+            y_settings["matches"] = "y"
+        if last:
+            x_axis["title"] = {"text": "days"}
+        figure.layout[f"xaxis{suffix}"] = x_axis
+        figure.layout[f"yaxis{suffix}"] = y_settings
+        figure.layout["annotations"].append(
+            {
+                "text": f"<b>{text(model)}</b>",
+                "xref": "paper",
+                "yref": "paper",
+                "x": 0,
+                "y": round(top, 4),
+                "xanchor": "left",
+                "yanchor": "bottom",
+                "showarrow": False,
+            }
         )
+        for s in series:
+            y = values(s) if s.model == model else None
+            if y is None:
+                continue
+            figure.add_scatter(
+                name=text(s.pool),
+                legendgroup=text(s.pool),
+                showlegend=s.pool not in legend_seen,
+                x=_rounded(s.time_s / 86400.0),
+                y=_rounded(y),
+                mode="lines",
+                xaxis=f"x{suffix}",
+                yaxis=f"y{suffix}",
+                line={"color": palette[s.pool.split("/")[0]], "dash": _side_dash(s.pool), "width": 1.5},
+            )
+            legend_seen.add(s.pool)
+    return figure
 
 
-def wait_cdf(model: str, cdfs: Sequence[WaitCdf], teams: Sequence[str], index: int) -> Chart:
+def wait_cdf(
+    model: str, cdfs: Sequence[WaitCdf], teams: Sequence[str], index: int, longest_s: float
+) -> Chart:
+    """``longest_s``: the longest wait of every model and team, so that all panels share one x range."""
     figure = _figure(f"Wait-time CDF per team: {model}", "wait (hours)", "share of the team's jobs")
     figure.axis("yaxis", range=[0, 1.02], tickformat=".0%")
+    figure.axis("xaxis", range=[0, round(max(longest_s / HOUR, 1 / 60) * 1.02, 4)])
     palette = colours(list(teams))
     for cdf in cdfs:
         figure.add_scatter(

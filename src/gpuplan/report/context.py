@@ -1,41 +1,123 @@
-"""What the reports say, as data: sections of paragraphs, bullet lists, tables and charts.
+"""What the reports say, as data: sections of alerts, a headline, paragraphs, bullet lists, tables and
+charts, in the order they are read.
 
 Both report.html and report.md are rendered from the same sections, so the Markdown carries the same
-content (every chart has a table beside it). Strings here are plain text; escaping is the renderer's.
+content (every chart has a table beside it). Strings here are plain text, written for an architecture
+review: figures with their units, settings in words, never a Python value's repr. Escaping is the
+renderer's.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+import os
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from importlib.resources import files
+from pathlib import Path
+from typing import Any, ClassVar, Literal
+
+import numpy as np
 
 from gpuplan.advisor import format as fmt
 from gpuplan.advisor.criteria import Criteria
 from gpuplan.advisor.evidence import lookup
-from gpuplan.advisor.recommendation import Recommendation
+from gpuplan.advisor.recommendation import ModelScore, Recommendation, Tip
 from gpuplan.report import charts
 from gpuplan.report.results import Columns
-from gpuplan.report.series import timeline_series, wait_cdfs
+from gpuplan.report.series import chart_bin_s, timeline_end_s, timeline_series, wait_cdfs
 from gpuplan.scenario.load import LoadedScenario
+from gpuplan.scenario.model import (
+    Arrival,
+    BatchWorkload,
+    Empirical,
+    LogNormal,
+    ServiceWorkload,
+    TimeLimit,
+    TraceWorkload,
+)
 from gpuplan.workload.services import Service
+
+# ---- the report's building blocks ------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
 class Table:
+    kind: ClassVar[str] = "table"
     columns: list[str]
     rows: list[list[str]]
     title: str = ""
+
+
+@dataclass(frozen=True)
+class Paragraph:
+    kind: ClassVar[str] = "paragraph"
+    text: str
+
+
+@dataclass(frozen=True)
+class Bullets:
+    kind: ClassVar[str] = "bullets"
+    items: list[str]
+    title: str = ""
+
+
+@dataclass(frozen=True)
+class ChartGroup:
+    """Charts drawn side by side (HTML); in Markdown each is named with its caption."""
+
+    kind: ClassVar[str] = "charts"
+    charts: list[charts.Chart]
+
+
+Block = Table | Paragraph | Bullets | ChartGroup
+
+
+@dataclass(frozen=True)
+class Alert:
+    """A notice that must be read before the rest: shown in a warning style, labelled."""
+
+    label: str  # "Warning", "Incomplete comparison"
+    text: str
 
 
 @dataclass
 class Section:
     id: str
     title: str
-    paragraphs: list[str] = field(default_factory=list)
-    bullets: list[str] = field(default_factory=list)
-    tables: list[Table] = field(default_factory=list)
-    charts: list[charts.Chart] = field(default_factory=list)
+    alerts: list[Alert] = field(default_factory=list)
+    headline: str = ""
+    headline_warning: bool = False  # the headline is not a plain recommendation: style it as a warning
+    blocks: list[Block] = field(default_factory=list)
+
+    def paragraph(self, text: str) -> None:
+        self.blocks.append(Paragraph(text))
+
+    def bullets(self, items: Sequence[str], title: str = "") -> None:
+        if items:
+            self.blocks.append(Bullets(list(items), title))
+
+    def table(self, table: Table) -> None:
+        self.blocks.append(table)
+
+    def chart(self, chart: charts.Chart) -> None:
+        """A chart beside the previous one when nothing came between them."""
+        if self.blocks and isinstance(self.blocks[-1], ChartGroup):
+            self.blocks[-1].charts.append(chart)
+        else:
+            self.blocks.append(ChartGroup([chart]))
+
+    @property
+    def tables(self) -> list[Table]:
+        return [b for b in self.blocks if isinstance(b, Table)]
+
+    @property
+    def charts(self) -> list[charts.Chart]:
+        return [c for b in self.blocks if isinstance(b, ChartGroup) for c in b.charts]
+
+    @property
+    def paragraphs(self) -> list[str]:
+        return [b.text for b in self.blocks if isinstance(b, Paragraph)]
 
 
 @dataclass(frozen=True)
@@ -57,34 +139,467 @@ DECISIONS = {
     "single_model": "the only model simulated",
     "no_model_meets_targets": "no simulated model meets every target",
 }
+SIDES = ("slurm", "kubernetes")
+SIDE_NAMES = {"slurm": "Slurm", "kubernetes": "Kubernetes"}
+# the scenario's organisation questions as a reader says them (criteria.yaml's own questions)
+QUESTIONS = {
+    "kubernetes_skills": "Kubernetes skills",
+    "containerised": "containerised workloads",
+    "existing_slurm_scripts": "existing Slurm job scripts",
+    "cicd_gitops": "CI/CD and GitOps",
+    "self_service": "self-service for teams",
+    "security_compliance": "security and compliance regime",
+    "operational_maturity": "operational maturity",
+}
+# the hybrid model's settings that make its plan (shown under the recommendation, not as settings)
+PLAN_SETTINGS = ("split", "split_source", "routing", "lending", "rerouted")
+
+
+# ---- words and figures -----------------------------------------------------------------------------
 
 
 def _v(value: Any, unit: str | None = None) -> str:
     return fmt.value(value if isinstance(value, int | float | str) else None, unit)
 
 
+def number(value: float) -> str:
+    """A number as a person writes it: no scientific notation, three significant digits below 100."""
+    if not math.isfinite(value):
+        return "-"
+    if abs(value) >= 100 or float(value).is_integer():
+        return f"{value:,.0f}"
+    return np.format_float_positional(float(value), precision=3, unique=True, fractional=False, trim="-")
+
+
+def percent(share: float) -> str:
+    """0.7 as "70 %" (the scenario's weights and factors; measured shares use fmt.value)."""
+    return f"{number(share * 100)} %"
+
+
+def plural(count: int, one: str, many: str | None = None) -> str:
+    return f"{count:,} {one if count == 1 else (many or one + 's')}"
+
+
+def humanise(key: str) -> str:
+    """A settings or scenario key as words: ``split_source`` -> "split source"."""
+    return key.replace("_", " ")
+
+
+def rate(per_second: float, what: str = "jobs") -> str:
+    """An arrival rate in the unit that reads best: per day, per hour when busier, per week when rarer."""
+    per_day = per_second * 86400.0
+    if per_day >= 100:
+        return f"{number(per_second * 3600.0)} {what} per hour"
+    if per_day >= 1 or per_day == 0:
+        return f"{number(per_day)} {what} per day"
+    return f"{number(per_day * 7)} {what} per week"
+
+
+def clock(hour: float) -> str:
+    minutes = round(hour * 60) % (24 * 60)
+    return f"{minutes // 60:02d}:{minutes % 60:02d}"
+
+
+def join_words(items: Sequence[str]) -> str:
+    """``a``, ``a and b``, ``a, b and c``."""
+    if len(items) <= 2:
+        return " and ".join(items)
+    return ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def setting_value(key: str, value: Any) -> str:
+    """A scalar setting (or a list or mapping of scalars) in words; seconds (``*_s``) as durations."""
+    if value is None:
+        return "not set"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return fmt.duration(value) if key.endswith("_s") else number(value)
+    if isinstance(value, str):
+        return value
+    if isinstance(value, Mapping):
+        return "; ".join(f"{humanise(str(k))} {setting_value(str(k), v)}" for k, v in value.items()) or "none"
+    if isinstance(value, list | tuple):
+        return ", ".join(setting_value(key, v) for v in value) or "none"
+    return str(value)
+
+
+def _is_scalar_like(key: str, value: Any) -> bool:
+    """A value one table cell holds: a scalar, a list of scalars or a few named scalars (a side's
+    settings, or many of them, get a table of their own)."""
+    if isinstance(value, Mapping):
+        few = len(value) <= 4 and key not in SIDE_NAMES
+        return few and all(not isinstance(v, Mapping | list | tuple) for v in value.values())
+    if isinstance(value, list | tuple):
+        return all(not isinstance(v, Mapping | list | tuple) for v in value)
+    return True
+
+
+def settings_tables(title: str, settings: Mapping[str, Any], skip: Sequence[str] = ()) -> list[Table]:
+    """Settings as tables: scalars as rows of one table; a list of records (QoS, partitions) as a
+    table of its own with a column per field; a nested group (a hybrid side) as tables of its own."""
+    rows: list[list[str]] = []
+    nested: list[Table] = []
+    for key, value in settings.items():
+        if key in skip:
+            continue
+        if _is_scalar_like(key, value):
+            rows.append([key, setting_value(key, value)])
+        elif isinstance(value, list | tuple) and all(isinstance(v, Mapping) for v in value):
+            columns = list(dict.fromkeys(str(k) for record in value for k in record))
+            nested.append(
+                Table(
+                    columns,
+                    [[setting_value(c, record.get(c)) for c in columns] for record in value],
+                    f"{title}: {humanise(key)}",
+                )
+            )
+        elif isinstance(value, Mapping):
+            side = f"{SIDE_NAMES[key]} side" if key in SIDE_NAMES else humanise(key)
+            nested += settings_tables(f"{title}: {side}", value)
+        else:  # a list mixing records and values: one row per item
+            rows += [[f"{key} {i + 1}", setting_value(key, v)] for i, v in enumerate(value)]
+    return ([Table(["setting", "value"], rows, title)] if rows else []) + nested
+
+
+# ---- the input named in the header -----------------------------------------------------------------
+
+
+def _is_bundled(path: str) -> bool:
+    """The example scenario installed with gpuplan, as ``gpuplan recommend`` without a scenario names
+    it (an absolute path into the package). Paths are compared as written, symbolic links not
+    followed: a checkout's ``examples`` may link to the package's, and a user who names a file there
+    gave their own path."""
+    examples = os.path.normpath(str(files("gpuplan") / "examples"))
+    return os.path.isabs(path) and os.path.dirname(os.path.normpath(path)) == examples
+
+
+def input_shown(summary: Mapping[str, Any]) -> str | None:
+    """The input as the header names it: the scenario's name and its file as the user gave it, or
+    "the bundled example NAME" for the example installed with gpuplan (its install path means nothing
+    to a reader); a trace by its format and file."""
+    info = summary.get("input")
+    if not isinstance(info, Mapping) or not isinstance(info.get("path"), str):
+        return None
+    path = info["path"]
+    where = f"the bundled example {Path(path).name}" if _is_bundled(path) else path
+    fmt_name = info.get("format")
+    if fmt_name in (None, "scenario"):
+        name = info.get("scenario")
+        return f"scenario {name} from {where}" if isinstance(name, str) else where
+    return f"{fmt_name} trace {where}"
+
+
+def title_of(inputs: ReportInputs) -> str:
+    name = inputs.recommendation.scenario
+    if name is None:
+        info = inputs.summary.get("input")
+        path = info.get("path") if isinstance(info, dict) else None
+        name = Path(path).name if isinstance(path, str) and path else "saved results"
+    return f"gpuplan report: {name}"
+
+
+# ---- figures read from summary.json ----------------------------------------------------------------
+
+
 def _models(inputs: ReportInputs) -> list[str]:
     return list(inputs.summary["models"])
+
+
+def lookup_mapping(body: Any, *keys: str) -> dict[str, Any]:
+    """The mapping at ``keys`` in ``body`` ({} when absent or not a mapping)."""
+    for key in keys:
+        body = body.get(key) if isinstance(body, Mapping) else None
+    return dict(body) if isinstance(body, Mapping) else {}
+
+
+@dataclass(frozen=True)
+class Work:
+    """A model's work not done (summary.json ``work_not_done``; the job counts when it is absent)."""
+
+    rejected_jobs: int
+    rejected_gpu_hours: float | None
+    unfinished_jobs: int
+    unfinished_gpu_hours: float | None
+    by_workload: dict[str, Any]
+    detailed: bool  # from work_not_done (else only the counts of jobs.rejected and jobs.unfinished)
+
+    @property
+    def jobs(self) -> int:
+        return self.rejected_jobs + self.unfinished_jobs
+
+    @property
+    def gpu_hours(self) -> float | None:
+        if self.rejected_gpu_hours is None or self.unfinished_gpu_hours is None:
+            return None
+        return self.rejected_gpu_hours + self.unfinished_gpu_hours
+
+
+def work_of(body: Mapping[str, Any]) -> Work:
+    work = body.get("work_not_done")
+    if isinstance(work, Mapping):
+
+        def part(name: str) -> tuple[int, float | None]:
+            figures = lookup_mapping(work, name)
+            hours = lookup(figures, "gpu_hours")
+            return int(lookup(figures, "jobs") or 0), hours
+
+        rejected, rejected_hours = part("rejected")
+        unfinished, unfinished_hours = part("unfinished")
+        by_workload = work.get("by_workload")
+        return Work(
+            rejected,
+            rejected_hours,
+            unfinished,
+            unfinished_hours,
+            dict(by_workload) if isinstance(by_workload, Mapping) else {},
+            True,
+        )
+    jobs = lookup_mapping(body, "jobs")
+    return Work(
+        int(lookup(jobs, "rejected") or 0), None, int(lookup(jobs, "unfinished") or 0), None, {}, False
+    )
+
+
+def _work_phrase(work: Work) -> str:
+    """``28 jobs (56 GPU-hours)``."""
+    hours = work.gpu_hours
+    return plural(work.jobs, "job") + (f" ({_v(hours, 'count')} GPU-hours)" if hours is not None else "")
+
+
+def work_sentence(inputs: ReportInputs) -> str | None:
+    """One sentence for the first screen when a model leaves work undone; None when none does."""
+    works = {m: work_of(body) for m, body in inputs.summary["models"].items()}
+    undone = {m: w for m, w in works.items() if w.jobs}
+    if not undone:
+        return None
+    parts = [
+        f"{model} leaves {_work_phrase(w)} undone ({w.rejected_jobs:,} rejected, "
+        f"{w.unfinished_jobs:,} still queued or running at the end)"
+        for model, w in undone.items()
+    ]
+    done = [m for m in works if m not in undone]
+    rest = f"; {join_words(done)} {'does' if len(done) == 1 else 'do'} all the work" if done else ""
+    return f"Work not done: {'; '.join(parts)}{rest}. The section Work not done lists the workloads and why."
+
+
+def _partial_alert(summary: Mapping[str, Any]) -> Alert | None:
+    partial = summary.get("partial")
+    if not isinstance(partial, Mapping):
+        return None
+    missing = [str(m) for m in partial.get("missing_models") or []]
+    why = partial.get("why")
+    cause = "the run was interrupted" if why == "interrupted" else f"the run ended early ({why})"
+    present = join_words(list(summary["models"]))
+    named = join_words(missing) if missing else "some models"
+    verb = "is" if len(missing) == 1 else "are"
+    return Alert(
+        "Incomplete comparison",
+        f"{named} {verb} missing: {cause} before {'it' if len(missing) == 1 else 'they'} finished, so this "
+        f"report compares only {present}. Run the same command again to compare every model.",
+    )
+
+
+# ---- the recommendation ----------------------------------------------------------------------------
+
+
+def _tip_sentence(tip: Tip) -> str:
+    """A tip as a sentence: what would have to change, from what, and the choice it would give."""
+    subject, _, change = tip.change.partition(": ")
+    was, arrow, now = change.partition(" -> ")
+    if not arrow:
+        return f"{tip.detail or humanise(tip.change)}: that would make {_recommending(tip)}."
+    path = subject.split(".")
+    instead = f"instead of {was}"
+    if tip.kind == "organisation":
+        question = QUESTIONS.get(path[-1], humanise(path[-1]))
+        if was == "unanswered":
+            instead = "it is unanswered now"
+        return f"Answering {now} on {question} ({instead}) would make {_recommending(tip)}."
+    if tip.kind == "target":
+        target = tip.detail or f"{humanise(path[-1])} {now}"
+        if was == "none":
+            instead = "none is set now"
+        return f"A target of {target} ({instead}) would make {_recommending(tip)}."
+    if tip.kind == "weight":
+        criterion = tip.detail or humanise(path[1] if len(path) > 1 else subject)
+        return f"Weighing the criterion {criterion} at {now} ({instead}) would make {_recommending(tip)}."
+    return f"Changing {humanise(subject)} to {now} ({instead}) would make {_recommending(tip)}."
+
+
+def _recommending(tip: Tip) -> str:
+    return f"gpuplan recommend {tip.new_choice}"
+
+
+def _routing_sentences(routing: Any) -> list[str]:
+    default = "services and pipelines go to Kubernetes, other jobs to Slurm"
+    if not isinstance(routing, list) or not routing:
+        return [f"Routing: {default} (the default)."]
+    kinds = {"batch": "batch jobs", "interactive": "interactive jobs", "pipeline": "pipelines"}
+    rules = []
+    for rule in routing:
+        if not isinstance(rule, Mapping):
+            continue
+        kind = rule.get("kind")
+        what = "services" if kind == "service" else kinds.get(str(kind), "jobs")
+        if rule.get("multi_node") is True:
+            what = f"multi-node {what}"
+        elif rule.get("multi_node") is False:
+            what = f"single-node {what}"
+        if rule.get("workload") is not None:
+            what += f" of workload {rule['workload']}"
+        if rule.get("team") is not None:
+            what += f" of team {rule['team']}"
+        rules.append(f"{what} go to {SIDE_NAMES.get(str(rule.get('to')), str(rule.get('to')))}")
+    numbered = "; ".join(f"({i}) {text}" for i, text in enumerate(rules, 1))
+    return [f"Routing, first matching rule first: {numbered}; then the default: {default}."]
+
+
+def _rerouted_sentences(rerouted: Any) -> list[str]:
+    if not isinstance(rerouted, Mapping) or not rerouted:
+        return []
+    moved = [
+        f"{plural(int(lookup(entry, 'jobs') or 0), 'job')} of {workload} to "
+        f"{SIDE_NAMES.get(str(entry.get('to')), str(entry.get('to')))}"
+        for workload, entry in rerouted.items()
+        if isinstance(entry, Mapping)
+    ]
+    return [
+        f"Moved to the side where they fit (the default routing's side has too few nodes of their "
+        f"pool for them): {join_words(moved)}."
+    ]
+
+
+def _lending_sentences(lending: Any, scenario: LoadedScenario | None) -> list[str]:
+    if not isinstance(lending, Mapping) or lending.get("policy") in (None, "none"):
+        return ["Lending: none. The split is static: every node stays on its side for the whole run."]
+    if lending.get("policy") != "kubernetes_borrows":
+        return [f"Lending: {setting_value('policy', lending.get('policy'))}."]
+    text = (
+        "Lending: Kubernetes borrows Slurm nodes when services' pods cannot be placed (idle nodes first) "
+        "and gives them back once unneeded"
+    )
+    if scenario is not None:
+        settings = scenario.scenario.models.hybrid.lending
+        limit = (
+            "all of a pool's Slurm nodes"
+            if settings.max_nodes is None
+            else (f"at most {plural(settings.max_nodes, 'node')} of each pool")
+        )
+        text += (
+            f"; Slurm may lend {limit}; a node leaving Slurm drains for {fmt.duration(settings.grace_time)} "
+            f"(jobs still on it are requeued) and takes {fmt.duration(settings.move_time)} to move either way"
+        )
+    sentences = [text + "."]
+    moves = lending.get("moves_to_kubernetes")
+    hours = lending.get("node_hours_lent")
+    if isinstance(moves, Mapping) and moves:
+        per_pool = [
+            f"pool {pool}: {plural(int(n), 'move')}"
+            + (
+                f", {_v(lookup(hours, str(pool)), 'count')} node-hours lent"
+                if isinstance(hours, Mapping)
+                else ""
+            )
+            for pool, n in moves.items()
+        ]
+        in_transit = lookup(lending, "gpu_hours_in_transit")
+        sentences.append(
+            f"In this run: {'; '.join(per_pool)}"
+            + (f"; {_v(in_transit, 'count')} GPU-hours spent draining and moving" if in_transit else "")
+            + "."
+        )
+    return sentences
+
+
+def plan_blocks(
+    model: str, plan: Mapping[str, Any], settings: Mapping[str, Any], scenario: LoadedScenario | None
+) -> list[Block]:
+    """The hybrid plan in words: nodes of each pool per side (proposed or given), routing, lending."""
+    blocks: list[Block] = []
+    split = plan.get("split", settings.get("split"))
+    source = lookup_mapping(settings, "split_source")
+    if isinstance(split, Mapping) and split:
+        sources = {"proposed": "proposed by gpuplan", "scenario": "given in the scenario"}
+        blocks.append(
+            Table(
+                ["pool", "Slurm nodes", "Kubernetes nodes", "split"],
+                [
+                    [
+                        str(pool),
+                        _v(lookup(sides, "slurm"), "count"),
+                        _v(lookup(sides, "kubernetes"), "count"),
+                        sources.get(str(source.get(pool)), setting_value("", source.get(pool, "not said"))),
+                    ]
+                    for pool, sides in split.items()
+                    if isinstance(sides, Mapping)
+                ],
+                f"Plan of {model}: nodes of each pool per side",
+            )
+        )
+    sentences = _routing_sentences(plan.get("routing", settings.get("routing")))
+    sentences += _rerouted_sentences(plan.get("rerouted", settings.get("rerouted")))
+    sentences += _lending_sentences(plan.get("lending", settings.get("lending")), scenario)
+    blocks += [Paragraph(s) for s in sentences]
+    return blocks
+
+
+def _score_work(model: ModelScore, body: Mapping[str, Any]) -> str:
+    jobs = getattr(model, "work_not_done_jobs", None)
+    hours = getattr(model, "work_not_done_gpu_hours", None)
+    if jobs is None:
+        work = work_of(body)
+        jobs, hours = work.jobs, work.gpu_hours
+    if not jobs:
+        return "none"
+    return plural(int(jobs), "job") + (f" ({_v(hours, 'count')} GPU-hours)" if hours is not None else "")
 
 
 def recommendation_section(inputs: ReportInputs) -> Section:
     rec = inputs.recommendation
     section = Section("recommendation", "Recommendation")
+    partial = _partial_alert(inputs.summary)
+    if partial is not None:
+        section.alerts.append(partial)
+    warnings = list(getattr(rec, "warnings", None) or [])
+    section.alerts += [Alert("Warning", text) for text in warnings]
     family = inputs.criteria.families.get(rec.chosen_family or "")
     named = f"{rec.chosen}" + (f" — {family.title}" if family else "")
     headlines = {
         "single_model": f"Simulated: {named} (the only model in these results)",
         "no_model_meets_targets": f"No simulated model meets every target; the best-scoring is {named}",
     }
-    section.paragraphs.append(headlines.get(rec.decision, f"Recommended: {named}"))
+    section.headline = headlines.get(rec.decision, f"Recommended: {named}")
+    # the headline reads as settled only when the decision is and nothing must be read first
+    section.headline_warning = rec.decision == "no_model_meets_targets" or bool(warnings)
     verdict = f"Decision: {DECISIONS[rec.decision]}"
     if rec.runner_up is not None and rec.margin is not None:
         verdict += f"; {rec.margin:.2f} points ahead of {rec.runner_up}"
-    section.paragraphs.append(verdict + ".")
-    section.bullets = list(rec.reasons) + [f"note: {note}" for note in rec.notes]
-    section.tables.append(
+    section.paragraph(verdict + ".")
+    work = work_sentence(inputs)
+    if work is not None:
+        section.paragraph(work)
+    section.bullets(list(rec.reasons) + [f"Note: {note}" for note in rec.notes])
+    by_model = {
+        m.model: {
+            d: sum(r.contribution for r in m.criteria if r.dimension == d) for d in inputs.criteria.dimensions
+        }
+        for m in rec.models
+    }
+    section.chart(charts.contributions([m.model for m in rec.models], inputs.criteria.dimensions, by_model))
+    section.table(
         Table(
-            ["model", "family", "score", "organisation + workload", "simulated outcomes", "targets"],
+            [
+                "model",
+                "family",
+                "score",
+                "organisation + workload",
+                "simulated outcomes",
+                "targets",
+                "work not done",
+            ],
             [
                 [
                     m.model,
@@ -93,6 +608,7 @@ def recommendation_section(inputs: ReportInputs) -> Section:
                     f"{m.static_score:.2f}",
                     f"{m.outcome_score:.2f}",
                     ", ".join(f"{c.title}: {c.status}" for c in m.targets) or "none set",
+                    _score_work(m, inputs.summary["models"].get(m.model, {})),
                 ]
                 for m in rec.models
             ],
@@ -100,40 +616,95 @@ def recommendation_section(inputs: ReportInputs) -> Section:
         )
     )
     if rec.not_simulated:
-        section.tables.append(
+        section.table(
             Table(
                 ["family", "score on organisation and workload evidence"],
                 [[e.family, f"{e.static_score:.2f}"] for e in rec.not_simulated],
                 "Families not simulated",
             )
         )
-    if rec.tips:
-        section.tables.append(
-            Table(
-                ["what changes", "new choice", "detail"],
-                [[t.change, t.new_choice, t.detail] for t in rec.tips],
-                "What would tip the decision",
-            )
-        )
+    section.bullets([_tip_sentence(t) for t in rec.tips], "What would tip the decision")
     for model in rec.models:
-        if model.plan:
-            section.tables.append(
-                Table(
-                    ["setting", "value"],
-                    [[k, str(v)] for k, v in model.plan.items()],
-                    f"Plan of {model.model}",
-                )
-            )
-    by_model = {
-        m.model: {
-            d: sum(r.contribution for r in m.criteria if r.dimension == d) for d in inputs.criteria.dimensions
-        }
-        for m in rec.models
-    }
-    section.charts.append(
-        charts.contributions([m.model for m in rec.models], inputs.criteria.dimensions, by_model)
-    )
+        body = inputs.summary["models"].get(model.model, {})
+        settings = body.get("settings") if isinstance(body.get("settings"), Mapping) else {}
+        # the advisor's plan, else what the settings echo of it (a recommendation of an older gpuplan)
+        plan = model.plan or {key: settings[key] for key in PLAN_SETTINGS if key in settings}
+        if plan:
+            section.blocks += plan_blocks(model.model, plan, settings, inputs.scenario)
     return section
+
+
+# ---- work not done ---------------------------------------------------------------------------------
+
+
+def work_section(inputs: ReportInputs) -> Section:
+    section = Section("work", "Work not done")
+    works = {m: work_of(body) for m, body in inputs.summary["models"].items()}
+    section.paragraph(
+        "Jobs a model rejects (they can never run on its cluster) or leaves unfinished (still queued or "
+        "running when the run ends), with the GPU-hours they asked for (GPUs x run time). Waits and "
+        "utilisation count only the work that ran, so a model that leaves work undone looks better "
+        "there than it is."
+    )
+    if not any(w.detailed for w in works.values()):
+        section.paragraph(
+            "summary.json has no work_not_done figures (results of an older gpuplan): the job counts are "
+            "known, not the GPU-hours or the workloads. Simulate again for the details."
+        )
+    section.table(
+        Table(
+            [
+                "model",
+                "jobs rejected",
+                "GPU-hours rejected",
+                "jobs unfinished",
+                "GPU-hours unfinished",
+                "jobs not done",
+                "GPU-hours not done",
+            ],
+            [
+                [
+                    model,
+                    f"{w.rejected_jobs:,}",
+                    _v(w.rejected_gpu_hours, "count"),
+                    f"{w.unfinished_jobs:,}",
+                    _v(w.unfinished_gpu_hours, "count"),
+                    f"{w.jobs:,}",
+                    _v(w.gpu_hours, "count"),
+                ]
+                for model, w in works.items()
+            ],
+            "Work not done per model",
+        )
+    )
+    for model, w in works.items():
+        if not w.by_workload:
+            continue
+        rows = []
+        for workload, figures in w.by_workload.items():
+            reasons = lookup_mapping(figures, "reasons")
+            why = "; ".join(
+                f"{reason} ({plural(int(n), 'job')})"
+                for reason, n in reasons.items()
+                if isinstance(n, int | float)
+            )
+            rows.append(
+                [
+                    str(workload),
+                    f"{int(lookup(figures, 'jobs') or 0):,}",
+                    _v(lookup(figures, "gpu_hours"), "count"),
+                    why or "-",
+                ]
+            )
+        section.table(Table(["workload", "jobs", "GPU-hours", "why"], rows, f"Work {model} leaves undone"))
+    done = [m for m, w in works.items() if not w.jobs]
+    if done:
+        verb = "does" if len(done) == 1 else "do"
+        section.paragraph(f"{join_words(done)} {verb} all the work: no job rejected or left unfinished.")
+    return section
+
+
+# ---- targets, workload, models side by side --------------------------------------------------------
 
 
 def targets_section(inputs: ReportInputs) -> Section:
@@ -150,9 +721,9 @@ def targets_section(inputs: ReportInputs) -> Section:
         for c in m.targets
     ]
     if rows:
-        section.tables.append(Table(["model", "target", "required", "actual", "status"], rows))
+        section.table(Table(["model", "target", "required", "actual", "status"], rows))
     else:
-        section.paragraphs.append("The scenario sets no targets (or it could not be read).")
+        section.paragraph("The scenario sets no targets (or it could not be read).")
     return section
 
 
@@ -160,7 +731,7 @@ def workload_section(inputs: ReportInputs) -> Section:
     section = Section("workload", "Workload characterisation")
     figures = inputs.workload
     if figures is None:
-        section.paragraphs.append(
+        section.paragraph(
             "Unavailable: the scenario or trace named in summary.json could not be read "
             "(gpuplan report --scenario FILE gives it)."
         )
@@ -191,10 +762,12 @@ def workload_section(inputs: ReportInputs) -> Section:
         ],
         ["GPUs on an RDMA cluster network", _v(lookup(figures, "advisor.rdma_gpu_share"), "share")],
     ]
-    section.tables.append(Table(["figure", "value"], rows, "Key figures"))
     by_kind = {k: float(v.get("gpu_hours", 0.0)) for k, v in figures.get("by_kind", {}).items()}
     by_team = {k: float(v.get("gpu_hours", 0.0)) for k, v in figures.get("by_team", {}).items()}
-    section.tables.append(
+    if by_kind or by_team:
+        section.chart(charts.workload_hours(by_kind, by_team))
+    section.table(Table(["figure", "value"], rows, "Key figures"))
+    section.table(
         Table(
             ["group", "GPU-hours", "share"],
             [
@@ -216,8 +789,6 @@ def workload_section(inputs: ReportInputs) -> Section:
             "GPU-hours by kind and team",
         )
     )
-    if by_kind or by_team:
-        section.charts.append(charts.workload_hours(by_kind, by_team))
     return section
 
 
@@ -234,6 +805,8 @@ SIDE_BY_SIDE = [
     ("jobs killed at their limit", "jobs.killed_at_limit", "count"),
     ("jobs preempted", "jobs.preempted", "count"),
     ("jobs rejected", "jobs.rejected", "count"),
+    ("jobs unfinished", "jobs.unfinished", "count"),
+    ("GPU-hours not done (rejected + unfinished)", "work_not_done.gpu_hours", "count"),
     ("GPU-hours lost to preemption", "preemption.lost_gpu_hours", "count"),
     ("worst service SLO attainment", "services.*.slo_attainment", "share"),
     ("cost (USD)", "cost_usd", "usd"),
@@ -249,8 +822,11 @@ def side_by_side_section(inputs: ReportInputs) -> Section:
         rows.append(
             [title] + [_v(lookup(inputs.summary["models"][m], path, aggregate), unit) for m in models]
         )
-    section.tables.append(Table(["figure", *models], rows))
+    section.table(Table(["figure", *models], rows))
     return section
+
+
+# ---- over time -------------------------------------------------------------------------------------
 
 
 def _gpus_per_node(summary: dict[str, Any]) -> dict[tuple[str, str], int]:
@@ -264,19 +840,13 @@ def _gpus_per_node(summary: dict[str, Any]) -> dict[tuple[str, str], int]:
     return per_node
 
 
-def lookup_mapping(body: Any, *keys: str) -> dict[str, Any]:
-    for key in keys:
-        body = body.get(key) if isinstance(body, dict) else None
-    return body if isinstance(body, dict) else {}
-
-
 def timeline_sections(inputs: ReportInputs) -> list[Section]:
     models = _models(inputs)
     series = timeline_series(inputs.timeline, _gpus_per_node(inputs.summary))
     utilisation = Section("utilisation", "GPU utilisation over time")
     queue = Section("queue", "Queue length over time")
     if not series:
-        utilisation.paragraphs.append("timeline.parquet holds no rows.")
+        utilisation.paragraph("timeline.parquet holds no rows.")
         return [utilisation, queue]
     rows, queue_rows = [], []
     for s in series:
@@ -293,15 +863,15 @@ def timeline_sections(inputs: ReportInputs) -> list[Section]:
                 _v(float(s.queued_jobs.max()), "ratio"),
             ]
         )
-    utilisation.tables.append(Table(["model", "pool", "mean utilisation", "peak busy GPUs (bin mean)"], rows))
-    if all(s.capacity_gpus is not None for s in series):
-        utilisation.charts.append(charts.utilisation(series, models))
+    bin_s = chart_bin_s(timeline_end_s(inputs.timeline))
+    smoothed = timeline_series(inputs.timeline, _gpus_per_node(inputs.summary), bin_s)
+    if all(s.capacity_gpus is not None for s in smoothed):
+        utilisation.chart(charts.utilisation(smoothed, models, fmt.duration(bin_s)))
     else:
-        utilisation.charts.append(charts.busy_gpus(series, models))
-    queue.tables.append(
-        Table(["model", "pool", "mean queued jobs", "peak queued jobs (bin mean)"], queue_rows)
-    )
-    queue.charts.append(charts.queue_length(series, models))
+        utilisation.chart(charts.busy_gpus(smoothed, models, fmt.duration(bin_s)))
+    utilisation.table(Table(["model", "pool", "mean utilisation", "peak busy GPUs (bin mean)"], rows))
+    queue.chart(charts.queue_length(smoothed, models, fmt.duration(bin_s)))
+    queue.table(Table(["model", "pool", "mean queued jobs", "peak queued jobs (bin mean)"], queue_rows))
     return [utilisation, queue]
 
 
@@ -316,17 +886,27 @@ def waits_section(inputs: ReportInputs) -> Section:
             rows.append(
                 [model, team]
                 + [_v(lookup(figures, f"wait_s.{k}"), "seconds") for k in ("p50", "p95", "max")]
-                + [str(cdf.jobs) if cdf else "0", _v(cdf.within_hour if cdf else None, "share")]
+                + [f"{cdf.jobs:,}" if cdf else "0", _v(cdf.within_hour if cdf else None, "share")]
             )
-    section.tables.append(
-        Table(["model", "team", "wait p50", "wait p95", "wait max", "jobs started", "waited ≤ 1 h"], rows)
-    )
     teams = list(dict.fromkeys(c.team for c in cdfs))
+    # one x range for every panel, so the models' curves compare by eye
+    longest_s = max((float(c.wait_s[-1]) for c in cdfs), default=0.0)
+    if cdfs:
+        section.paragraph(
+            f"One panel per model, all on the same wait axis (0 to {fmt.duration(longest_s)}, the longest "
+            "wait of any team under any model); jobs that never started are not in them."
+        )
     for index, model in enumerate(_models(inputs)):
         own = [c for c in cdfs if c.model == model]
         if own:
-            section.charts.append(charts.wait_cdf(model, own, teams, index))
+            section.chart(charts.wait_cdf(model, own, teams, index, longest_s))
+    section.table(
+        Table(["model", "team", "wait p50", "wait p95", "wait max", "jobs started", "waited ≤ 1 h"], rows)
+    )
     return section
+
+
+# ---- services and cost -----------------------------------------------------------------------------
 
 
 def services_section(inputs: ReportInputs) -> Section:
@@ -337,7 +917,7 @@ def services_section(inputs: ReportInputs) -> Section:
     }
     names = list(dict.fromkeys([s for _, s in figures] + [s.name for s in inputs.services]))
     if not names:
-        section.paragraphs.append("The workload has no inference services.")
+        section.paragraph("The workload has no inference services.")
         return section
     needed = {s.name: s.replicas_needed() for s in inputs.services}
     rows = []
@@ -356,7 +936,13 @@ def services_section(inputs: ReportInputs) -> Section:
                     _v(float(need.max()) if need is not None else None, "count"),
                 ]
             )
-    section.tables.append(
+    section.chart(charts.slo(models, names, {k: lookup(f, "slo_attainment") for k, f in figures.items()}))
+    for index, service in enumerate(inputs.services):
+        means = {m: lookup(figures.get((m, service.name), {}), "mean_replicas") for m in models}
+        section.chart(
+            charts.replicas(service.name, index, service.time_s, service.replicas_needed(), means, models)
+        )
+    section.table(
         Table(
             [
                 "model",
@@ -370,15 +956,75 @@ def services_section(inputs: ReportInputs) -> Section:
             rows,
         )
     )
-    section.charts.append(
-        charts.slo(models, names, {k: lookup(f, "slo_attainment") for k, f in figures.items()})
-    )
-    for index, service in enumerate(inputs.services):
-        means = {m: lookup(figures.get((m, service.name), {}), "mean_replicas") for m in models}
-        section.charts.append(
-            charts.replicas(service.name, index, service.time_s, service.replicas_needed(), means, models)
-        )
     return section
+
+
+@dataclass(frozen=True)
+class PoolCost:
+    pool: str
+    gpus: float | None
+    price: float | None
+    gpu_hours: float | None  # GPU-hours available
+    cost: float | None
+
+
+def pool_parts(name: str, spec: Mapping[str, Any]) -> tuple[str, str | None]:
+    """The scenario pool a summary pool is, and the hybrid side it is part of (None: the whole pool).
+    The hybrid model names its parts ``POOL/slurm`` and ``POOL/kubernetes``; a scenario pool's name
+    cannot hold a ``/``."""
+    named, side = spec.get("pool"), spec.get("side")
+    if isinstance(named, str):
+        return named, side if isinstance(side, str) else None
+    base, _, suffix = name.rpartition("/")
+    return (base, suffix) if base and suffix in SIDES else (name, None)
+
+
+def _gpu_hours_up(
+    body: Mapping[str, Any], spec: Mapping[str, Any], base: str, side: str | None
+) -> float | None:
+    """The GPU-hours a pool's nodes were up, from the figures summary.json gives per node pool: the
+    Kubernetes model's (and the hybrid model's Kubernetes side's) node-hours up, and the node-hours the
+    hybrid model's Slurm side lent. None when the pool was up over the whole makespan."""
+    per_node = lookup(spec, "gpus_per_node")
+    if per_node is None:
+        return None
+    if side == "kubernetes":
+        node_hours = lookup(body, f"kubernetes.kubernetes.node_pools.{base}.node_hours")
+    elif side is None:
+        node_hours = lookup(body, f"kubernetes.node_pools.{base}.node_hours")
+    else:
+        lent = lookup(body, f"settings.lending.node_hours_lent.{base}")
+        nodes, makespan_s = lookup(spec, "nodes"), lookup(body, "makespan_s")
+        if lent is None or nodes is None or makespan_s is None:
+            return None
+        node_hours = nodes * makespan_s / 3600.0 - lent
+    return node_hours * per_node if node_hours is not None else None
+
+
+def pool_costs(body: Mapping[str, Any], prices: Mapping[str, float | None]) -> list[PoolCost]:
+    """Each pool's GPUs, price, GPU-hours available and cost. summary.json's own per-pool figures are
+    used where it has them (``price_per_gpu_hour``, ``gpu_hours_available``, ``cost_usd`` of a
+    ``cluster.pools`` entry); otherwise the price is the scenario pool's (the hybrid model's
+    ``POOL/SIDE`` is part of POOL) and the GPU-hours are the hours its nodes were up where the
+    summary gives them per node pool, else all its GPUs over the makespan."""
+    hours = (lookup(body, "makespan_s") or 0.0) / 3600.0
+    costs = []
+    for pool, spec in lookup_mapping(body, "cluster", "pools").items():
+        spec = spec if isinstance(spec, Mapping) else {}
+        base, side = pool_parts(pool, spec)
+        gpus = lookup(spec, "gpus")
+        price = lookup(spec, "price_per_gpu_hour") if "price_per_gpu_hour" in spec else prices.get(base)
+        if "gpu_hours_available" in spec:
+            available = lookup(spec, "gpu_hours_available")
+        else:
+            up = _gpu_hours_up(body, spec, base, side)
+            available = up if up is not None else (gpus * hours if gpus is not None else None)
+        if "cost_usd" in spec:
+            cost = lookup(spec, "cost_usd")
+        else:
+            cost = available * price if available is not None and price is not None else None
+        costs.append(PoolCost(pool, gpus, price, available, cost))
+    return costs
 
 
 def cost_section(inputs: ReportInputs) -> Section:
@@ -387,39 +1033,68 @@ def cost_section(inputs: ReportInputs) -> Section:
     models = _models(inputs)
     by_pool: dict[tuple[str, str], float] = {}
     rows = []
+    unpriced: list[str] = []
+    unattributed: list[str] = []
     for model in models:
         body = inputs.summary["models"][model]
-        hours = (lookup(body, "makespan_s") or 0.0) / 3600.0
-        for pool, spec in lookup_mapping(body, "cluster", "pools").items():
-            gpus = lookup(spec, "gpus")
-            price = prices.get(pool)
-            cost = gpus * price * hours if gpus is not None and price is not None else None
-            if cost is not None:
-                by_pool[model, pool] = cost
-            available = gpus * hours if gpus is not None else None
+        costs = pool_costs(body, prices)
+        for c in costs:
+            if c.cost is not None:
+                by_pool[model, c.pool] = c.cost
+            elif c.pool not in unpriced:
+                unpriced.append(c.pool)
             rows.append(
-                [model, pool, _v(gpus, "count"), _v(price, "ratio"), _v(available, "count"), _v(cost, "usd")]
+                [
+                    model,
+                    c.pool,
+                    _v(c.gpus, "count"),
+                    _v(c.price, "ratio"),
+                    _v(c.gpu_hours, "count"),
+                    _v(c.cost, "usd"),
+                ]
             )
-        rows.append([model, "total (summary.json cost_usd)", "", "", "", _v(lookup(body, "cost_usd"), "usd")])
-    section.tables.append(
-        Table(["model", "pool", "GPUs", "USD per GPU-hour", "GPU-hours available", "cost"], rows)
-    )
+        total = lookup(body, "cost_usd")
+        pools_sum = sum(c.cost for c in costs if c.cost is not None)
+        if total is not None and costs and all(c.cost is not None for c in costs):
+            rest = total - pools_sum
+            if abs(rest) > max(0.005, 1e-9 * abs(total)):  # more than half a cent and float rounding
+                by_pool[model, "not attributed to a pool"] = rest
+                unattributed.append(model)
+                shown = _v(abs(rest), "usd")
+                rows.append(
+                    [model, "not attributed to a pool", "", "", "", f"-{shown}" if rest < 0 else shown]
+                )
+        rows.append([model, "total (summary.json cost_usd)", "", "", "", _v(total, "usd")])
     if by_pool:
         pools = list(dict.fromkeys(pool for _, pool in by_pool))
-        unpriced = sorted({row[1] for row in rows if row[3] == "-" and not row[1].startswith("total")})
         caption = f"Pools without a price are left out: {', '.join(unpriced)}." if unpriced else ""
-        section.charts.append(charts.cost(models, pools, by_pool, caption))
+        section.chart(charts.cost(models, pools, by_pool, caption))
     else:
-        section.paragraphs.append(
+        section.paragraph(
             "No cost: no pool has a price (OCI list prices are not in the catalogue; set price_per_gpu_hour)."
         )
+    if unpriced and by_pool:
+        section.paragraph(
+            f"No total where a pool has no price ({', '.join(unpriced)}): set price_per_gpu_hour on "
+            "every pool."
+        )
+    if unattributed:
+        section.paragraph(
+            f"For {join_words(unattributed)}, summary.json's total differs from the sum of the pools: it "
+            "counts the GPU-hours nodes were up where they scale or are lent, which this summary does not "
+            "give for every pool; the difference is shown as not attributed to a pool."
+        )
+    section.table(Table(["model", "pool", "GPUs", "USD per GPU-hour", "GPU-hours available", "cost"], rows))
     return section
+
+
+# ---- criteria --------------------------------------------------------------------------------------
 
 
 def criteria_section(inputs: ReportInputs) -> Section:
     section = Section("criteria", "Criteria and evidence")
     rec = inputs.recommendation
-    section.paragraphs.append(
+    section.paragraph(
         "contribution = weight × strength × affinity of the model's family; strength is the evidence "
         "mapped to 0..1 (criteria.yaml says how). Outcome criteria read each model's own simulation."
     )
@@ -448,13 +1123,13 @@ def criteria_section(inputs: ReportInputs) -> Section:
         cells.append(row.note)
         rows.append(cells)
     rows.sort(key=lambda cells: list(inputs.criteria.dimensions.values()).index(cells[0]))
-    section.tables.append(
+    section.table(
         Table(
             ["dimension", "criterion", "evidence from", "evidence", "strength", "weight", *models, "note"],
             rows,
         )
     )
-    section.tables.append(
+    section.table(
         Table(
             ["criterion", "why"],
             [[c.title, " ".join(c.why.split())] for c in inputs.criteria.criteria],
@@ -464,26 +1139,226 @@ def criteria_section(inputs: ReportInputs) -> Section:
     return section
 
 
+# ---- assumptions: the scenario in words ------------------------------------------------------------
+
+
+def _sizes(workload: BatchWorkload) -> str:
+    mix = workload.size_mix()
+    if len(mix) == 1:
+        nodes, gpus, _ = mix[0]
+        return f"{nodes}x{gpus}"
+    return ", ".join(f"{nodes}x{gpus} ({percent(p)})" for nodes, gpus, p in mix)
+
+
+def _arrivals(arrival: Arrival) -> str:
+    parts = [rate(arrival.rate)]
+    if arrival.diurnal is not None:
+        parts.append(
+            f"peaking at {clock(arrival.diurnal.peak_hour)} at {number(arrival.diurnal.peak_to_trough)}x "
+            "the trough"
+        )
+    if arrival.weekly is not None:
+        parts.append(f"weekends at {percent(arrival.weekly.weekend_factor)} of the weekday rate")
+    for burst in arrival.bursts:
+        parts.append(
+            f"burst {burst.name}: x{number(burst.factor)} for {fmt.duration(burst.duration)} "
+            f"from {fmt.duration(burst.start)} after the start"
+        )
+    return ", ".join(parts)
+
+
+def _run_time(duration: LogNormal | Empirical) -> str:
+    if isinstance(duration, Empirical):
+        scale = f", scaled x{number(duration.scale)}" if duration.scale != 1 else ""
+        return f"resampled from {duration.trace}{scale}"
+    text = f"median {fmt.duration(duration.median)} (lognormal, sigma {number(duration.sigma)})"
+    return text + (f", at most {fmt.duration(duration.max)}" if duration.max is not None else "")
+
+
+def _time_limit(limit: TimeLimit) -> str:
+    text = f"median {number(limit.over_request)}x the run time (sigma {number(limit.sigma)})"
+    if limit.round_to is not None:
+        text += f", rounded up to {fmt.duration(limit.round_to)}"
+    if limit.max is not None:
+        text += f", at most {fmt.duration(limit.max)}"
+    return text
+
+
+def _batch_other(workload: BatchWorkload) -> str:
+    parts = []
+    if workload.multi_node:
+        parts.append("MPI over RDMA")
+    if workload.checkpoint_interval is not None:
+        parts.append(f"checkpoints every {fmt.duration(workload.checkpoint_interval)}")
+    parts.append(f"QoS {workload.qos}")
+    if workload.partition is not None:
+        parts.append(f"partition {workload.partition}")
+    return "; ".join(parts)
+
+
+def _demand(service: ServiceWorkload) -> str:
+    demand = service.demand
+    if demand.csv is not None:
+        return f"from {demand.csv} (requests/s over time, repeated)"
+    text = (
+        f"{number(demand.trough or 0.0)} to {number(demand.peak or 0.0)} requests/s, "
+        f"peak at {clock(demand.peak_hour)}"
+    )
+    if demand.weekly is not None:
+        text += f", weekends at {percent(demand.weekly.weekend_factor)}"
+    if demand.noise:
+        text += f", noise {percent(demand.noise)}"
+    return text
+
+
+def _trace_window(workload: TraceWorkload) -> str:
+    window = workload.trace.window
+    if window.start == 0 and window.end is None:
+        return "the whole trace"
+    end = "its end" if window.end is None else fmt.duration(window.end)
+    return f"from {fmt.duration(window.start)} to {end}"
+
+
+def _trace_teams(workload: TraceWorkload) -> str:
+    trace = workload.trace
+    if trace.team is not None:
+        return f"all to team {trace.team}"
+    return ", ".join(f"{source} to {team}" for source, team in (trace.team_map or {}).items())
+
+
+def workload_tables(loaded: LoadedScenario) -> list[Table]:
+    """The scenario's workloads in words: rates per day or hour, sizes, durations with units."""
+    workloads = loaded.scenario.workloads
+    batch = [w for w in workloads if isinstance(w, BatchWorkload)]
+    services = [w for w in workloads if isinstance(w, ServiceWorkload)]
+    traces = [w for w in workloads if isinstance(w, TraceWorkload)]
+    tables = []
+    if batch:
+        tables.append(
+            Table(
+                [
+                    "workload",
+                    "kind",
+                    "team",
+                    "pool",
+                    "arrivals",
+                    "sizes (nodes x GPUs)",
+                    "run time",
+                    "time limit requested",
+                    "other",
+                ],
+                [
+                    [
+                        w.name,
+                        w.kind,
+                        w.team,
+                        w.pool or "first that fits",
+                        _arrivals(w.arrival),
+                        _sizes(w),
+                        _run_time(w.duration),
+                        _time_limit(w.time_limit),
+                        _batch_other(w),
+                    ]
+                    for w in batch
+                ],
+                "Batch, interactive and pipeline workloads",
+            )
+        )
+    if services:
+        tables.append(
+            Table(
+                ["service", "team", "pool", "replicas", "demand", "served per replica", "SLO target"],
+                [
+                    [
+                        w.name,
+                        w.team,
+                        w.pool or "first that fits",
+                        f"{w.replicas.min} to {w.replicas.max} of {plural(w.gpus_per_replica, 'GPU')}",
+                        _demand(w),
+                        f"{number(w.throughput_per_replica)} requests/s",
+                        f"demand served {fmt.value(w.slo_target, 'share')} of the time",
+                    ]
+                    for w in services
+                ],
+                "Inference services",
+            )
+        )
+    if traces:
+        tables.append(
+            Table(
+                ["workload", "kind", "pool", "trace", "format", "window", "arrivals", "teams"],
+                [
+                    [
+                        w.name,
+                        w.kind,
+                        w.pool or "first that fits",
+                        str(w.trace.path),
+                        w.trace.format or "from the file name",
+                        _trace_window(w),
+                        (
+                            "as recorded"
+                            if w.trace.load_scale == 1
+                            else f"x{number(w.trace.load_scale)} as fast"
+                        )
+                        + ("; submitted ahead (sbatch --begin)" if w.trace.submitted_early else ""),
+                        _trace_teams(w),
+                    ]
+                    for w in traces
+                ],
+                "Replayed traces",
+            )
+        )
+    return tables
+
+
+def _targets_rows(loaded: LoadedScenario, criteria: Criteria) -> list[list[str]]:
+    targets = loaded.scenario.targets
+    rules = {rule.target: rule for rule in criteria.targets}
+    rows = []
+    for key in type(targets).model_fields:
+        value = getattr(targets, key)  # seconds, shares and dollars as numbers (not as written)
+        rule = rules.get(key)
+        if rule is None:
+            rows.append([humanise(key), setting_value(key, value)])
+            continue
+        shown = "none" if value is None else f"{rule.must_be.replace('_', ' ')} {_v(value, rule.unit)}"
+        rows.append([rule.title, shown])
+    return rows
+
+
 def assumptions_section(inputs: ReportInputs) -> Section:
     section = Section("assumptions", "Assumptions")
     echoed = inputs.summary.get("input")
     info: dict[str, Any] = echoed if isinstance(echoed, dict) else {}
-    section.tables.append(Table(["input", "value"], [[str(k), str(v)] for k, v in info.items()], "Input"))
+    section.bullets(
+        [
+            "Nodes are allocated whole; a job of N nodes starts on all N at once.",
+            "Under Slurm, a service runs as a peak-sized job (its max replicas) for the whole run.",
+            "Waits are start minus submit of the jobs that started; jobs rejected or unfinished are left "
+            "out of them and counted under Work not done.",
+            "Cost = GPU-hours each pool is available × its price per GPU-hour: every GPU over the "
+            "makespan, or the hours its nodes were up where they scale or are lent; none when a pool has "
+            "no price.",
+        ]
+    )
+    input_rows = [["file", input_shown(inputs.summary) or "-"]]
+    input_rows += [[humanise(str(k)), setting_value(str(k), v)] for k, v in info.items() if k != "path"]
+    section.table(Table(["input", "value"], input_rows, "Input"))
     loaded = inputs.scenario
     if loaded is None and info.get("format", "scenario") != "scenario":
-        section.paragraphs.append(
+        section.paragraph(
             f"The input is a {info['format']} trace: there are no scenario assumptions (pools, teams, "
             "organisation answers, targets) to list."
         )
     elif loaded is None:
-        section.paragraphs.append("The scenario could not be read: its assumptions are not listed.")
+        section.paragraph("The scenario could not be read: its assumptions are not listed.")
     else:
         scenario = loaded.scenario
-        section.paragraphs.append(
+        section.paragraph(
             f"Horizon {fmt.duration(scenario.horizon)}, seed {scenario.seed}, "
             f"start {scenario.start.isoformat()}. {scenario.description}".strip()
         )
-        section.tables.append(
+        section.table(
             Table(
                 ["pool", "shape", "nodes", "GPUs per node", "GPU", "RDMA", "USD per GPU-hour"],
                 [
@@ -501,64 +1376,41 @@ def assumptions_section(inputs: ReportInputs) -> Section:
                 "Pools",
             )
         )
-        section.tables.append(
+        section.table(
             Table(
-                ["team", "persona", "share", "users"],
-                [[t.name, t.persona, f"{t.share:g}", str(t.users)] for t in scenario.teams],
+                ["team", "persona", "fair-share weight", "users"],
+                [[t.name, t.persona, number(t.share), str(t.users)] for t in scenario.teams],
                 "Teams",
             )
         )
-        section.tables.append(
-            Table(
-                ["workload", "kind", "team", "pool", "details"],
-                [_workload_row(w) for w in scenario.workloads],
-                "Workloads",
-            )
-        )
+        for table in workload_tables(loaded):
+            section.table(table)
         organisation = scenario.organisation.model_dump()
-        section.tables.append(
+        section.table(
             Table(
                 ["question", "answer"],
-                [[k, v or "not answered"] for k, v in organisation.items()],
+                [[QUESTIONS.get(k, humanise(k)), v or "not answered"] for k, v in organisation.items()],
                 "Organisation",
             )
         )
-        targets = scenario.targets.model_dump()
-        section.tables.append(
-            Table(
-                ["target", "value"],
-                [[k, "none" if v is None else str(v)] for k, v in targets.items()],
-                "Targets",
-            )
-        )
+        section.table(Table(["target", "value"], _targets_rows(loaded, inputs.criteria), "Targets"))
     for model, body in inputs.summary["models"].items():
         settings = body.get("settings")
-        if isinstance(settings, dict) and settings:
-            section.tables.append(
-                Table(
-                    ["setting", "value"], [[k, str(v)] for k, v in settings.items()], f"Settings of {model}"
+        if isinstance(settings, Mapping) and settings:
+            planned = [key for key in PLAN_SETTINGS if key in settings]
+            for table in settings_tables(f"Settings of {model}", settings, skip=planned):
+                section.table(table)
+            if planned:
+                section.paragraph(
+                    f"The split, routing and lending of {model} are under Recommendation, as its plan."
                 )
-            )
-    section.bullets = [
-        "Nodes are allocated whole; a job of N nodes starts on all N at once.",
-        "Under Slurm, a service runs as a peak-sized job (its max replicas) for the whole run.",
-        "Waits are start minus submit of the jobs that started; unfinished jobs are left out.",
-        "Cost = GPUs × price per GPU-hour × makespan (null when a pool has no price).",
-    ]
     return section
-
-
-def _workload_row(workload: Any) -> list[str]:
-    data = workload.model_dump(mode="json", exclude_none=True)
-    kind = data.pop("kind", "trace" if "trace" in data else "")
-    name, team, pool = data.pop("name", ""), data.pop("team", "-"), data.pop("pool", "-")
-    details = "; ".join(f"{k}: {v}" for k, v in data.items())
-    return [name, kind, team, pool, details]
 
 
 def build_sections(inputs: ReportInputs) -> list[Section]:
     return [
         recommendation_section(inputs),
+        work_section(inputs),
         targets_section(inputs),
         workload_section(inputs),
         side_by_side_section(inputs),
@@ -569,11 +1421,3 @@ def build_sections(inputs: ReportInputs) -> list[Section]:
         criteria_section(inputs),
         assumptions_section(inputs),
     ]
-
-
-def title_of(inputs: ReportInputs) -> str:
-    name = inputs.recommendation.scenario
-    if name is None:
-        info = inputs.summary.get("input")
-        name = str(info.get("path")) if isinstance(info, dict) and info.get("path") else "saved results"
-    return f"gpuplan report: {name}"

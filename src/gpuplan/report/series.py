@@ -19,6 +19,10 @@ from gpuplan.report.results import Columns
 Float64 = npt.NDArray[np.float64]
 TIME_BINS = 300
 CDF_POINTS = 101
+# charts draw coarser bins than the tables: about this many, of a round width
+CHART_BINS = 200
+ROUND_BIN_S = (600.0, 1800.0, 3600.0, 7200.0, 3 * 3600.0, 6 * 3600.0, 12 * 3600.0, 86400.0, 2 * 86400.0,
+               7 * 86400.0)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -51,13 +55,32 @@ def _binned_means(time_s: Float64, values: Float64, edges: Float64) -> Float64:
     return np.asarray(np.where(widths > 0, np.diff(at_edges) / np.where(widths > 0, widths, 1), 0.0))
 
 
-def timeline_series(timeline: Columns, gpus_per_node: dict[tuple[str, str], int]) -> list[Series]:
-    """One binned series per (model, pool), in order of first appearance."""
+def timeline_end_s(timeline: Columns) -> float:
+    return float(np.nanmax(timeline["time_s"])) if len(timeline) else 0.0
+
+
+def chart_bin_s(end_s: float) -> float:
+    """The round bin width (10 min ... 1 week) that cuts ``end_s`` into at most about CHART_BINS bins:
+    means over a few hours smooth a one-node pool's 0-or-100 % steps and keep the day's shape."""
+    for width in ROUND_BIN_S:
+        if end_s / width <= CHART_BINS:
+            return width
+    return ROUND_BIN_S[-1]
+
+
+def timeline_series(
+    timeline: Columns, gpus_per_node: dict[tuple[str, str], int], bin_s: float | None = None
+) -> list[Series]:
+    """One binned series per (model, pool), in order of first appearance: TIME_BINS equal bins over
+    the run, or bins of ``bin_s`` seconds from t = 0 (the last one ends at or after the run's end)."""
     if len(timeline) == 0:
         return []
     models, pools, time_s = timeline["model"], timeline["pool"], timeline["time_s"]
-    end = float(np.nanmax(time_s))
-    edges = np.linspace(0.0, end if end > 0 else 1.0, TIME_BINS + 1)
+    end = timeline_end_s(timeline)
+    if bin_s is None:
+        edges = np.linspace(0.0, end if end > 0 else 1.0, TIME_BINS + 1)
+    else:
+        edges = np.arange(max(int(np.ceil(end / bin_s)), 1) + 1, dtype=np.float64) * bin_s
     keys = list(dict.fromkeys(zip(models.tolist(), pools.tolist(), strict=True)))
     series = []
     for model, pool in keys:
