@@ -184,3 +184,19 @@ def test_a_lent_node_never_serves_both_sides(
         slurm_busy = at("gpu/slurm", time_s, "busy_gpus")
         kubernetes_nodes = at("gpu/kubernetes", time_s, "nodes_up")
         assert slurm_busy + 4 * kubernetes_nodes <= 6 * 4, time_s
+
+
+def test_backfill_option_reaches_the_slurm_side_with_lending(tmp_path: Path) -> None:
+    text = (
+        (DATA / "hybrid_lending.yaml")
+        .read_text()
+        .replace("    split: {gpu: 4}\n", "    split: {gpu: 5}\n    lending: {policy: kubernetes_borrows}\n")
+    )
+    path = tmp_path / "lending.yaml"
+    path.write_text(text)
+    result = runner.invoke(
+        app,
+        ["simulate", str(path), "--model", "hybrid", "--backfill", "none", "--json", "--out", str(tmp_path)],
+    )
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(result.stdout)["settings"]["slurm"]["backfill"] == "none"

@@ -3,7 +3,6 @@ from, and recommendation.json on disk."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -13,6 +12,7 @@ from gpuplan.advisor.evidence import gather, workload_figures
 from gpuplan.advisor.recommendation import Recommendation
 from gpuplan.advisor.scoring import recommend
 from gpuplan.inputs import Input
+from gpuplan.results.files import write_json
 
 RECOMMENDATION_FILE = "recommendation.json"
 
@@ -46,7 +46,4 @@ def advise(
 
 
 def write_recommendation(out: Path, recommendation: Recommendation) -> Path:
-    path = out / RECOMMENDATION_FILE
-    data = recommendation.model_dump(mode="json")
-    path.write_text(json.dumps(data, indent=2, allow_nan=False) + "\n")
-    return path
+    return write_json(out / RECOMMENDATION_FILE, recommendation.model_dump(mode="json"))

@@ -58,6 +58,7 @@ class WorkloadEvidence(_Strict):
     ramp: tuple[float, float]
     unit: Unit = "share"
     relevance: Ramp | None = None
+    reads: str | None = None  # the figure in words ("the share of GPU-hours in pipelines")
 
 
 class OutcomeEvidence(_Strict):
@@ -70,6 +71,7 @@ class OutcomeEvidence(_Strict):
     aggregate: Literal["min", "max", "mean"] | None = None
     unit: Unit = "share"
     relevance: Ramp | None = None
+    reads: str | None = None  # the figure in words ("the p95 wait")
 
     @model_validator(mode="after")
     def _known_target(self) -> OutcomeEvidence:

@@ -52,8 +52,12 @@ class ModelScore(_Record):
     score: float
     static_score: float  # organisation and workload criteria: the same for every model of a family
     outcome_score: float  # simulated outcomes: this model's own
-    eligible: bool  # no target missed
+    eligible: bool  # no target missed, and no work left undone that another model does
     targets: list[TargetCheck]
+    # jobs rejected or unfinished and the GPU-hours they asked for (None: the summary does not say)
+    work_not_done_jobs: int | None = None
+    work_not_done_gpu_hours: float | None = None
+    does_the_most_work: bool = True  # leaves no more work undone than the model that does the most
     criteria: list[CriterionScore]
     plan: dict[str, Any] | None = None  # for hybrid: the split and lending policy the summary carries
 
@@ -88,5 +92,7 @@ class Recommendation(_Record):
     models: list[ModelScore]
     not_simulated: list[FamilyEstimate]
     tips: list[Tip]
+    # what must be read before the choice: work a model leaves undone, a partial comparison
+    warnings: list[str] = []
     evidence: dict[str, Any]  # organisation answers, targets and the workload figures the criteria read
     notes: list[str]

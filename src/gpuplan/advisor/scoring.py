@@ -4,8 +4,10 @@ The recipe, for each model in the summary (one today; slurm, kubernetes, hybrid 
   1. tell its family from its name (criteria.yaml ``families``);
   2. per criterion: read the evidence, map it to a strength 0..1, multiply by the weight and the
      family's affinity -> contribution; the score is their sum;
-  3. check the scenario's targets as hard constraints: a model that misses one is not eligible;
-  4. choose the highest-scoring eligible model (ties broken by name, and reported as ties);
+  3. check the hard constraints: a model that misses one of the scenario's targets, or leaves work
+     undone (jobs rejected or unfinished) that another model does, is not eligible;
+  4. choose the highest-scoring eligible model (ties broken by name, and reported as ties); when
+     none is eligible, the highest-scoring of those that do the most work, as "no model meets targets";
   5. explain: the criteria that separate the winner from the runner-up, and the single changes (an
      organisation answer, a target, a weight) that would change the choice.
 Every number in the output is one a reader can recompute from recommendation.json alone.
@@ -44,8 +46,10 @@ from gpuplan.errors import InputError
 # (best + floor) / (value + floor): a 20 s against a 0 s p95 wait is no real difference.
 FLOORS = {"seconds": 300.0, "usd": 1.0, "share": 0.01, "ratio": 0.01, "count": 1.0}
 TIE = 1e-9
-PLAN_KEYS = ("split", "lending", "routing")
+PLAN_KEYS = ("split", "lending", "routing", "rerouted")
 REASONS = 3
+# work not done is compared in GPU-hours; below this the models do the same work
+WORK_TOLERANCE_GPU_HOURS = 1e-6
 
 
 def _ramp(value: float, low: float, high: float) -> float:
@@ -194,8 +198,16 @@ def _family(criteria: Criteria, model: str, outcome: Mapping[str, Any], source: 
     return family
 
 
+def _undone(outcome: Mapping[str, Any]) -> tuple[int | None, float | None]:
+    jobs = lookup(outcome, "work_not_done.jobs")
+    return (None if jobs is None else int(jobs)), lookup(outcome, "work_not_done.gpu_hours")
+
+
 def score_models(evidence: Evidence, criteria: Criteria) -> list[ModelScore]:
     """Steps 1-3 for every model of the evidence, in the summary's order."""
+    undone = {model: _undone(outcome) for model, outcome in evidence.outcomes.items()}
+    known = [hours for _, hours in undone.values() if hours is not None]
+    least = min(known, default=0.0)
     scores = []
     for model, outcome in evidence.outcomes.items():
         family = _family(criteria, model, outcome, evidence.source)
@@ -203,6 +215,8 @@ def score_models(evidence: Evidence, criteria: Criteria) -> list[ModelScore]:
         static = sum(r.contribution for r in rows if r.source != "outcome")
         simulated = sum(r.contribution for r in rows if r.source == "outcome")
         checks = _targets(criteria, outcome, evidence.targets)
+        jobs, hours = undone[model]
+        most_work = hours is None or hours <= least + WORK_TOLERANCE_GPU_HOURS
         scores.append(
             ModelScore(
                 model=model,
@@ -210,8 +224,11 @@ def score_models(evidence: Evidence, criteria: Criteria) -> list[ModelScore]:
                 score=static + simulated,
                 static_score=static,
                 outcome_score=simulated,
-                eligible=all(c.status != "missed" for c in checks),
+                eligible=most_work and all(c.status != "missed" for c in checks),
                 targets=checks,
+                work_not_done_jobs=jobs,
+                work_not_done_gpu_hours=hours,
+                does_the_most_work=most_work,
                 criteria=rows,
                 plan=_plan(outcome) if family == "hybrid" else None,
             )
@@ -226,7 +243,7 @@ def _ranked(models: list[ModelScore]) -> list[ModelScore]:
 def _choose(models: list[ModelScore], close_call: float) -> tuple[ModelScore, ModelScore | None, Decision]:
     """Step 4: the winner, the runner-up and the kind of decision."""
     eligible = [m for m in models if m.eligible]
-    ranked = _ranked(eligible or models)
+    ranked = _ranked(eligible or [m for m in models if m.does_the_most_work] or models)
     winner, runner_up = ranked[0], (ranked[1] if len(ranked) > 1 else None)
     if not eligible:
         return winner, runner_up, "no_model_meets_targets"
@@ -242,8 +259,47 @@ def _choose(models: list[ModelScore], close_call: float) -> tuple[ModelScore, Mo
     return winner, runner_up, "clear"
 
 
-def _reasons(winner: ModelScore, runner_up: ModelScore | None, models: list[ModelScore]) -> list[str]:
+def _work_phrase(jobs: int | None, gpu_hours: float | None) -> str:
+    return f"{jobs or 0:,} job(s) ({fmt.value(gpu_hours or 0.0, 'count')} GPU-hours)"
+
+
+def work_warnings(evidence: Evidence, models: list[ModelScore]) -> list[str]:
+    """One sentence per model that leaves work undone: how much, of which workloads, and why."""
+    sentences = []
+    best = [m.model for m in models if m.does_the_most_work and not m.work_not_done_jobs]
+    for model in models:
+        if not model.work_not_done_jobs:
+            continue
+        outcome = evidence.outcomes[model.model]
+        by_workload = outcome.get("work_not_done", {}).get("by_workload", {})
+        parts = []
+        for name, figures in by_workload.items():
+            reasons = ", ".join(f"{why} ({count:,})" for why, count in figures.get("reasons", {}).items())
+            parts.append(f"{name}: {figures.get('jobs', 0):,} job(s), {reasons}")
+        done_by = f"; {', '.join(best)} {'does' if len(best) == 1 else 'do'} all of it" if best else ""
+        detail = f": {'; '.join(parts)}" if parts else ""
+        sentences.append(
+            f"{model.model} leaves {_work_phrase(model.work_not_done_jobs, model.work_not_done_gpu_hours)} "
+            f"undone{detail}{done_by}"
+        )
+    return sentences
+
+
+def _reasons(
+    winner: ModelScore, runner_up: ModelScore | None, models: list[ModelScore], criteria: Criteria
+) -> list[str]:
     reasons = []
+    most_work = min(
+        (m for m in models if m.does_the_most_work), key=lambda m: m.work_not_done_gpu_hours or 0.0
+    )
+    for model in models:
+        if not model.does_the_most_work:
+            reasons.append(
+                f"{model.model} cannot be recommended: it leaves "
+                f"{_work_phrase(model.work_not_done_jobs, model.work_not_done_gpu_hours)} undone, "
+                f"more than {most_work.model} "
+                f"({_work_phrase(most_work.work_not_done_jobs, most_work.work_not_done_gpu_hours)})"
+            )
     for model in models:
         for check in model.targets:
             if check.status == "missed":
@@ -263,14 +319,33 @@ def _reasons(winner: ModelScore, runner_up: ModelScore | None, models: list[Mode
     for gap, row in gaps[:REASONS]:
         if gap <= TIE:
             break
-        evidence = fmt.value(row.evidence, row.unit)
-        versus = (
-            f" vs {rival[row.id].contribution:+.2f} for {runner_up.model}" if runner_up is not None else ""
-        )
-        reasons.append(
-            f"{row.title} ({row.field} = {evidence}): {row.contribution:+.2f} for {winner.model}{versus}"
-        )
+        reasons.append(_reason(row, gap, winner, runner_up, rival.get(row.id), criteria))
     return reasons
+
+
+def _reason(
+    row: CriterionScore,
+    gap: float,
+    winner: ModelScore,
+    runner_up: ModelScore | None,
+    rival: CriterionScore | None,
+    criteria: Criteria,
+) -> str:
+    """A criterion that separates the winner from the runner-up, as a sentence with its figure."""
+    spec = next(c.evidence for c in criteria.criteria if c.id == row.id)
+    evidence = fmt.value(row.evidence, row.unit)
+    if isinstance(spec, OrganisationEvidence):
+        fact = f"the organisation's answer to {row.field.replace('_', ' ')} is {evidence}"
+    else:
+        figure = spec.reads or f"the figure {row.field}"
+        fact = f"{figure} is {evidence}"
+        if isinstance(spec, OutcomeEvidence) and runner_up is not None and rival is not None:
+            fact += (
+                f" for {winner.model} against {fmt.value(rival.evidence, rival.unit)} for {runner_up.model}"
+            )
+    if runner_up is None:
+        return f"{row.title}: {fact}, which adds {row.contribution:.2f} points to {winner.model}'s score."
+    return f"{row.title}: {fact}, which favours {winner.model} over {runner_up.model} by {gap:.2f} points."
 
 
 def _decide(
@@ -312,6 +387,15 @@ def _organisation_tips(evidence: Evidence, criteria: Criteria, chosen: str) -> l
     return tips
 
 
+def _tip_value(figure: float, unit: str) -> str:
+    """A figure for a target tip: a share below 100 % never reads as 100.0 % (a target just over a
+    99.9996 % attainment is not one of "just over 100 %", which no model could meet)."""
+    if unit == "share" and figure < 1:
+        decimals = next((d for d in range(1, 7) if round(figure * 100, d) < 100), 6)
+        return f"{figure:.{decimals}%}"
+    return fmt.value(figure, unit)
+
+
 def _target_tips(evidence: Evidence, criteria: Criteria, chosen: str) -> list[Tip]:
     """Per target, the nearest value that changes the choice: relaxed to admit a model it excludes, or
     tightened to exclude the chosen one. Candidates are the models' own figures: a target at a figure
@@ -327,9 +411,9 @@ def _target_tips(evidence: Evidence, criteria: Criteria, chosen: str) -> list[Ti
             }
         )
         past = "under" if rule.must_be == "at_most" else "over"
-        candidates = [(f, fmt.value(f, rule.unit)) for f in figures if f > 0]
+        candidates = [(f, _tip_value(f, rule.unit)) for f in figures if f > 0]
         candidates += [
-            (f * (1 - 1e-6 if past == "under" else 1 + 1e-6), f"just {past} {fmt.value(f, rule.unit)}")
+            (f * (1 - 1e-6 if past == "under" else 1 + 1e-6), f"just {past} {_tip_value(f, rule.unit)}")
             for f in figures
             if f > 0 and not (rule.unit == "share" and past == "over" and f >= 1)
         ]
@@ -418,6 +502,7 @@ def recommend(evidence: Evidence, criteria: Criteria | None = None) -> Recommend
     tips += _target_tips(evidence, criteria, winner.model)
     if runner_up is not None and decision in ("close_call", "tie"):
         tips += _weight_tips(winner, runner_up)
+    warnings = work_warnings(evidence, models)
     notes = list(evidence.notes)
     not_simulated = _not_simulated(evidence, criteria, models)
     if not_simulated:
@@ -443,10 +528,11 @@ def recommend(evidence: Evidence, criteria: Criteria | None = None) -> Recommend
         runner_up=runner_up.model if runner_up is not None else None,
         margin=winner.score - runner_up.score if runner_up is not None else None,
         scores={m.model: m.score for m in models},
-        reasons=_reasons(winner, runner_up, models),
+        reasons=_reasons(winner, runner_up, models, criteria),
         models=models,
         not_simulated=not_simulated,
         tips=tips,
+        warnings=warnings,
         evidence={
             "organisation": evidence.organisation,
             "targets": evidence.targets,

@@ -6,8 +6,12 @@ Definitions (DESIGN.md "Results"):
 - GPU utilisation = busy GPU-seconds / (GPUs of all pools x makespan), with the makespan from the
   first submit (t = 0 when services run) to the last end; busy = jobs' GPUs x run time, plus the
   GPU-seconds of work lost to preemption, plus the GPUs of service replicas while they run.
-- cost = GPUs x list price per GPU-hour x makespan, for every pool (null if a price is unknown).
+- cost = GPUs x list price per GPU-hour x makespan (the GPU-hours an autoscaled pool was up), for
+  every pool (``cluster.pools.<name>.cost_usd``) and in all (null if a pool's price is unknown).
 - Jain's fairness index over teams of x = GPU-hours / share: (sum x)^2 / (n sum x^2); 1 is even.
+- work not done = the jobs rejected (they can never run on the model's cluster) and those unfinished
+  (still queued or running when the run ended), with the GPU-hours they asked for (GPUs x run time),
+  by workload (by team for a trace) and reason.
 """
 
 from __future__ import annotations
@@ -17,7 +21,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from gpuplan.sim.outcome import JOB_STATES, ModelRun
+from gpuplan.sim.outcome import JOB_STATES, REJECTED, UNFINISHED, ModelRun
+from gpuplan.workload.jobtable import Labels
 
 BOUNDED_SLOWDOWN_MIN_RUN_S = 10.0
 PERCENTILES = {"p50": 50.0, "p95": 95.0, "p99": 99.0}
@@ -49,6 +54,42 @@ def _reason_counts(run: ModelRun) -> dict[str, int]:
         return {}
     counts = np.bincount(run.reason.codes, minlength=len(run.reason.labels))
     return {label: int(n) for label, n in zip(run.reason.labels, counts, strict=True) if label and n}
+
+
+def _work(rows: npt.NDArray[np.bool_], gpu_hours: npt.NDArray[np.float64]) -> dict[str, Any]:
+    return {"jobs": int(rows.sum()), "gpu_hours": float(gpu_hours[rows].sum())}
+
+
+def work_not_done(run: ModelRun) -> dict[str, Any]:
+    """Jobs and GPU-hours rejected and unfinished, in all and by workload (team for a trace) and reason."""
+    jobs = run.jobs
+    asked_gpu_hours = jobs.gpus * jobs.duration_s / 3600.0
+    rejected, unfinished = run.state == REJECTED, run.state == UNFINISHED
+    undone = rejected | unfinished
+    group = jobs.workload if jobs.workload is not None else jobs.team
+    reason = run.reason or Labels.constant("", len(jobs))
+    rows = np.flatnonzero(undone)
+    # one entry per (workload, reason, unfinished) met among the undone jobs
+    keys = np.stack([group.codes[rows], reason.codes[rows], unfinished[rows]]).astype(np.int64)
+    distinct, inverse = np.unique(keys, axis=1, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    counts = np.bincount(inverse, minlength=distinct.shape[1])
+    hours = np.bincount(inverse, weights=asked_gpu_hours[rows], minlength=distinct.shape[1])
+    by_workload: dict[str, Any] = {}
+    for (code, why_code, still_queued), count, gpu_hours in zip(
+        distinct.T.tolist(), counts.tolist(), hours.tolist(), strict=True
+    ):
+        figures = by_workload.setdefault(group.labels[code], {"jobs": 0, "gpu_hours": 0.0, "reasons": {}})
+        figures["jobs"] += count
+        figures["gpu_hours"] += gpu_hours
+        why = reason.labels[why_code] or ("still queued at the end" if still_queued else "rejected")
+        figures["reasons"][why] = figures["reasons"].get(why, 0) + count
+    return {
+        **_work(undone, asked_gpu_hours),
+        "rejected": _work(rejected, asked_gpu_hours),
+        "unfinished": _work(unfinished, asked_gpu_hours),
+        "by_workload": dict(sorted(by_workload.items())),
+    }
 
 
 def summarize(run: ModelRun, team_shares: dict[str, float] | None = None) -> dict[str, Any]:
@@ -102,13 +143,7 @@ def summarize(run: ModelRun, team_shares: dict[str, float] | None = None) -> dic
     prices = [p.pool.price_per_gpu_hour for p in run.pools]
     cost = None
     if prices and all(price is not None for price in prices):
-        cost = (
-            sum(
-                gpu_s * (p.pool.price_per_gpu_hour or 0.0)
-                for p, gpu_s in zip(run.pools, pool_gpu_s, strict=True)
-            )
-            / 3600.0
-        )
+        cost = sum(gpu_s * (price or 0.0) for price, gpu_s in zip(prices, pool_gpu_s, strict=True)) / 3600.0
 
     return {
         "settings": run.settings,
@@ -118,8 +153,13 @@ def summarize(run: ModelRun, team_shares: dict[str, float] | None = None) -> dic
                     "nodes": p.pool.nodes,
                     "gpus_per_node": p.pool.gpus_per_node,
                     "gpus": p.pool.gpus,
+                    "gpu_hours_available": gpu_s / 3600.0,
+                    "price_per_gpu_hour": p.pool.price_per_gpu_hour,
+                    "cost_usd": None
+                    if p.pool.price_per_gpu_hour is None
+                    else gpu_s * p.pool.price_per_gpu_hour / 3600.0,
                 }
-                for p in run.pools
+                for p, gpu_s in zip(run.pools, pool_gpu_s, strict=True)
             },
             "gpus": run.total_gpus,
         },
@@ -128,6 +168,7 @@ def summarize(run: ModelRun, team_shares: dict[str, float] | None = None) -> dic
             **{name: int(count) for name, count in zip(JOB_STATES, state_counts, strict=True)},
         },
         "reasons": _reason_counts(run),
+        "work_not_done": work_not_done(run),
         "preemption": {
             "events": int(run.preemptions.sum()),
             "jobs_preempted": int(np.count_nonzero(run.preemptions)),

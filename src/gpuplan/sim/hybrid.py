@@ -34,7 +34,7 @@ from gpuplan.scenario.hybrid import HybridSettings, Lending, RoutingRule
 from gpuplan.scenario.kubernetes import NodePool
 from gpuplan.sim.engine import Lending as EngineLending
 from gpuplan.sim.outcome import ModelRun, PoolSchedule
-from gpuplan.workload.jobtable import Bool, JobTable, Labels
+from gpuplan.workload.jobtable import Bool, Int32, JobTable, Labels
 from gpuplan.workload.services import Service
 
 if TYPE_CHECKING:
@@ -53,8 +53,9 @@ def _label_values(labels: Labels | None, rows: int) -> np.ndarray:
     return np.array((*labels.labels, ""), dtype=object)[labels.codes] if rows else np.zeros(0, dtype=object)
 
 
-def route_jobs_to_kubernetes(jobs: JobTable, rules: list[RoutingRule]) -> Bool:
-    """True for each job that runs on Kubernetes."""
+def route_jobs(jobs: JobTable, rules: list[RoutingRule]) -> tuple[Bool, Bool]:
+    """For each job, whether it runs on Kubernetes, and whether a routing rule decided it (the
+    others follow the defaults: services and pipelines to Kubernetes, other jobs to Slurm)."""
     rows = len(jobs)
     kind = _label_values(jobs.kind, rows)
     team = _label_values(jobs.team, rows)
@@ -75,7 +76,12 @@ def route_jobs_to_kubernetes(jobs: JobTable, rules: list[RoutingRule]) -> Bool:
         to_kubernetes[match] = rule.to == "kubernetes"
         decided |= match
     to_kubernetes[~decided] = np.isin(kind[~decided], ["pipeline", "service"])
-    return to_kubernetes
+    return to_kubernetes, decided
+
+
+def route_jobs_to_kubernetes(jobs: JobTable, rules: list[RoutingRule]) -> Bool:
+    """True for each job that runs on Kubernetes."""
+    return route_jobs(jobs, rules)[0]
 
 
 def route_service_to_kubernetes(service: Service, rules: list[RoutingRule]) -> bool:
@@ -99,6 +105,10 @@ def _pool_of_jobs(jobs: JobTable, scenario: LoadedScenario) -> np.ndarray:
     return names[jobs.partition.codes] if len(jobs) else np.zeros(0, dtype=names.dtype)
 
 
+def _largest(nodes: Int32, rows: Bool) -> int:
+    return int(nodes[rows].max()) if rows.any() else 0
+
+
 def propose_split(
     scenario: LoadedScenario,
     jobs: JobTable,
@@ -106,10 +116,15 @@ def propose_split(
     services: list[Service],
     services_to_kubernetes: list[bool],
     size_for: str = "peak",
+    by_rule: Bool | None = None,
 ) -> dict[str, int]:
-    """Nodes of each pool for Slurm (see the module docstring)."""
+    """Nodes of each pool for Slurm (see the module docstring). Each side's part holds the largest job
+    routed to it (nodes it may borrow do not count: they are not there when Slurm is busy): the jobs a
+    routing rule sends (``by_rule``) always, the others when the pool is large enough for both sides'
+    largest jobs (else they may move side, see ``fit_routing``)."""
     pool_of_job = _pool_of_jobs(jobs, scenario)
     gpu_hours = jobs.gpus * jobs.duration_s / 3600.0
+    by_rule = np.ones(len(jobs), dtype=bool) if by_rule is None else by_rule
     split = {}
     for pool in scenario.pools:
         service_nodes = 0
@@ -132,8 +147,81 @@ def propose_split(
             kubernetes_nodes = pool.nodes - 1
         if (service_nodes or batch_kubernetes > 0) and kubernetes_nodes == 0:
             kubernetes_nodes = 1
+        # the largest job of each side fits its part
+        need: dict[str, dict[bool, int]] = {}
+        for side in SIDES:
+            on_side = mine & (to_kubernetes == (side == "kubernetes"))
+            need[side] = {rule: _largest(jobs.nodes, on_side & (by_rule == rule)) for rule in (True, False)}
+        low = max(need["kubernetes"][True], need["kubernetes"][False])
+        high = pool.nodes - max(need["slurm"][True], need["slurm"][False])
+        if low > high:  # not both: the rules' jobs first, the defaults' may move side
+            low, high = need["kubernetes"][True], pool.nodes - need["slurm"][True]
+        if low <= high:
+            kubernetes_nodes = min(max(kubernetes_nodes, low), high)
         split[pool.name] = max(pool.nodes - kubernetes_nodes, 0)
     return split
+
+
+def fit_routing(
+    scenario: LoadedScenario,
+    jobs: JobTable,
+    to_kubernetes: Bool,
+    by_rule: Bool,
+    capacity: dict[str, dict[str, int]],
+) -> Bool:
+    """The routing after the split: a job the defaults send to a side whose part of its pool is too
+    small for it goes to the other side when it fits there (a routing rule's choice is kept)."""
+    pool_of_job = _pool_of_jobs(jobs, scenario)
+    routed = to_kubernetes.copy()
+    for pool in scenario.pools:
+        mine = (pool_of_job == pool.name) & ~by_rule
+        kubernetes, slurm = capacity[pool.name]["kubernetes"], capacity[pool.name]["slurm"]
+        routed[mine & to_kubernetes & (jobs.nodes > kubernetes) & (jobs.nodes <= slurm)] = False
+        routed[mine & ~to_kubernetes & (jobs.nodes > slurm) & (jobs.nodes <= kubernetes)] = True
+    return routed
+
+
+def _rerouted(jobs: JobTable, before: Bool, after: Bool) -> dict[str, dict[str, Any]]:
+    """Per workload, the jobs ``fit_routing`` moved and the side they went to, for the settings echo."""
+    moved = np.flatnonzero(before != after)
+    workload = _label_values(jobs.workload, len(jobs))
+    echo: dict[str, dict[str, Any]] = {}
+    for row in moved.tolist():
+        entry = echo.setdefault(
+            workload[row] or "trace", {"to": "kubernetes" if after[row] else "slurm", "jobs": 0}
+        )
+        entry["jobs"] += 1
+    return echo
+
+
+def check_split(
+    scenario: LoadedScenario,
+    jobs: JobTable,
+    to_kubernetes: Bool,
+    capacity: dict[str, dict[str, int]],
+) -> None:
+    """A split the scenario gives (``models.hybrid.split``) must hold every job routed to each side:
+    otherwise the scenario is wrong, not the model's outcome."""
+    pool_of_job = _pool_of_jobs(jobs, scenario)
+    workload = _label_values(jobs.workload, len(jobs))
+    for pool in scenario.pools:
+        if pool.name not in scenario.scenario.models.hybrid.split:
+            continue
+        for side in SIDES:
+            rows = (pool_of_job == pool.name) & (to_kubernetes == (side == "kubernetes"))
+            too_big = rows & (jobs.nodes > capacity[pool.name][side])
+            if too_big.any():
+                first = int(np.flatnonzero(too_big)[np.argmax(jobs.nodes[too_big])])
+                name = workload[first] or "a traced workload"
+                raise InputError(
+                    f"the split gives {side} {capacity[pool.name][side]} node(s) of pool {pool.name!r}, "
+                    f"but workload {name!r} routed to {side} has {jobs.nodes[first]}-node jobs "
+                    f"({int(too_big.sum())} job(s)); give {side} more nodes or route the workload "
+                    "elsewhere (models.hybrid.routing)",
+                    path=scenario.path,
+                    line=None,  # TODO(lead): the split's line once LoadedScenario keeps lines
+                    field=f"models.hybrid.split.{pool.name}",
+                )
 
 
 def _side_input(
@@ -160,13 +248,24 @@ def run_hybrid(loaded: Input, request: Any, runners: dict[str, Callable[[Input, 
         )
     settings: HybridSettings = loaded.scenario.scenario.models.hybrid
     jobs = loaded.workload.jobs
-    to_kubernetes = route_jobs_to_kubernetes(jobs, settings.routing)
+    to_kubernetes, by_rule = route_jobs(jobs, settings.routing)
     services = loaded.workload.services
     services_to_kubernetes = [route_service_to_kubernetes(s, settings.routing) for s in services]
     lending = settings.lending
     size_for = "trough" if lending.policy == "kubernetes_borrows" else "peak"
-    proposed = propose_split(loaded.scenario, jobs, to_kubernetes, services, services_to_kubernetes, size_for)
+
+    proposed = propose_split(
+        loaded.scenario, jobs, to_kubernetes, services, services_to_kubernetes, size_for, by_rule
+    )
     slurm_nodes = {**proposed, **settings.split}
+    capacity = {
+        pool.name: {"slurm": slurm_nodes[pool.name], "kubernetes": pool.nodes - slurm_nodes[pool.name]}
+        for pool in loaded.pools
+    }
+    routed = fit_routing(loaded.scenario, jobs, to_kubernetes, by_rule, capacity)
+    rerouted = _rerouted(jobs, to_kubernetes, routed)
+    to_kubernetes = routed
+    check_split(loaded.scenario, jobs, to_kubernetes, capacity)
     inputs = {}
     for side in SIDES:
         on_side = to_kubernetes if side == "kubernetes" else ~to_kubernetes
@@ -188,7 +287,7 @@ def run_hybrid(loaded: Input, request: Any, runners: dict[str, Callable[[Input, 
         }
         kubernetes_run = runners["kubernetes"](_borrowing(inputs["kubernetes"], lendable, lending), request)
         lent = _lent_nodes(kubernetes_run, loaded, slurm_nodes, lendable, lending)
-        slurm_run = _slurm_with_lending(inputs["slurm"], lent)
+        slurm_run = _slurm_with_lending(inputs["slurm"], lent, getattr(request, "backfill", None))
         parts = [("slurm", slurm_run), ("kubernetes", kubernetes_run)]
         lending_echo |= _lending_figures(lent, loaded, lending)
         parts = _count_lent_capacity(parts, lent, slurm_nodes, loaded)
@@ -203,6 +302,7 @@ def run_hybrid(loaded: Input, request: Any, runners: dict[str, Callable[[Input, 
         "routing": [rule.model_dump(exclude_none=True) for rule in settings.routing]
         or "default: services and pipelines to kubernetes, other jobs to slurm",
         "lending": lending_echo,
+        **({"rerouted": rerouted} if rerouted else {}),
         **{side: run.settings for side, run in parts},
     }
     return merge_runs(MODEL, parts, echo)
@@ -279,7 +379,7 @@ def _borrowing(kubernetes: Input, lendable: dict[str, int], lending: Lending) ->
                 pool=pool.name,
                 minNodes=part,
                 maxNodes=part + lendable[pool.name] + cloud_extra,
-                provisionDelay=delay,
+                provisionDelay=f"{delay:f}s",  # a scenario duration needs its unit
             )
         )
     models = scenario.models.model_copy(
@@ -321,12 +421,16 @@ def _lent_nodes(
     return lent
 
 
-def _slurm_with_lending(slurm: Input, lent: dict[str, EngineLending]) -> ModelRun:
+def _slurm_with_lending(slurm: Input, lent: dict[str, EngineLending], backfill: str | None) -> ModelRun:
+    """The Slurm side with the nodes it lends; ``backfill`` (``simulate --backfill``) as for the
+    static split."""
     from gpuplan.sim.slurm import simulate_slurm
     from gpuplan.simulate import slurm_settings
 
     assert slurm.scenario is not None
     settings = slurm_settings(slurm.scenario.scenario.models.slurm)
+    if backfill is not None:
+        settings = replace(settings, backfill=backfill)
     workload = slurm.workload
     return simulate_slurm(
         workload.jobs, slurm.pools, settings, workload.services, workload.team_shares, lent, workload.epoch_s

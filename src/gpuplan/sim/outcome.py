@@ -17,9 +17,13 @@ if TYPE_CHECKING:
 
 # Final state of each simulated job, as written to jobs.parquet. A job preempted and requeued that
 # later completes is "completed" (its ModelRun.preemptions counts the preemptions); "preempted" is
-# a job whose preemption ended it (PreemptMode=CANCEL); "unfinished" never ended in the run.
+# a job whose preemption ended it (PreemptMode=CANCEL); "rejected" can never run on the model's
+# cluster and was refused at submit (ModelRun.reason says why); "unfinished" was still queued or
+# running when the run ended.
 JOB_STATES = ("completed", "killed_at_limit", "rejected", "preempted", "unfinished")
 COMPLETED, KILLED_AT_LIMIT, REJECTED, PREEMPTED, UNFINISHED = range(len(JOB_STATES))
+# states only a job that started can end in
+RAN_STATES = (COMPLETED, KILLED_AT_LIMIT, PREEMPTED)
 
 
 class Placement(Protocol):
@@ -80,6 +84,18 @@ class ModelRun:
     # Why each job was refused, or the last limit that held it pending, in the scheduler's words
     # (Slurm: PartitionTimeLimit, QOSMaxGRESPerUser, ...); "" for none.
     reason: Labels | None = None
+
+    def __post_init__(self) -> None:
+        # Every model's outcome obeys the states' meaning, so no summary counts a job that never
+        # ran as done, or a rejected one as having run.
+        started = self.started
+        ran = np.isin(self.state, RAN_STATES)
+        if (ran & ~started).any() or (started & (self.state == REJECTED)).any():
+            wrong = int(np.flatnonzero((ran & ~started) | (started & (self.state == REJECTED)))[0])
+            raise AssertionError(
+                f"{self.model}: job {self.jobs.job_id[wrong]} is {JOB_STATES[self.state[wrong]]} "
+                f"with start {self.start_s[wrong]}"
+            )
 
     @property
     def started(self) -> npt.NDArray[np.bool_]:

@@ -30,6 +30,7 @@ from gpuplan.sim.outcome import (
     KILLED_AT_LIMIT,
     PREEMPTED,
     REJECTED,
+    UNFINISHED,
     ModelRun,
     PoolSchedule,
     ServiceOutcome,
@@ -214,6 +215,15 @@ def simulate_slurm(
     reason[(reason == 0) & has_limit & (limit > max_wall[qos_index])] = REASONS.index(
         "QOSMaxWallDurationPerJobLimit"
     )
+    # A job that alone asks more GPUs than its QoS's MaxTRESPerUser or GrpTRES can never run. Slurm
+    # refuses it at submit with DenyOnLimit, and without it leaves it pending forever with that
+    # reason (sacctmgr(1), QOS flags DenyOnLimit); either way it is work the cluster never does.
+    for name, cap in (
+        ("QOSMaxGRESPerUser", [q.max_gpus_per_user for q in qos_list]),
+        ("QOSGrpGRES", [q.grp_gpus for q in qos_list]),
+    ):
+        gpu_cap = np.array([np.inf if c is None else c for c in cap])[qos_index]
+        reason[(reason == 0) & (jobs.gpus > gpu_cap)] = REASONS.index(name)
     usage_factor = np.array([q.usage_factor for q in qos_list])
     top_qos_priority = max(q.priority for q in qos_list)
     qos_factor = np.array([q.priority / top_qos_priority if top_qos_priority else 0.0 for q in qos_list])
@@ -326,6 +336,7 @@ def simulate_slurm(
 
     state = np.where(killed, KILLED_AT_LIMIT, COMPLETED).astype(np.int8)
     state[cancelled] = PREEMPTED
+    state[np.isnan(start_s)] = UNFINISHED  # still queued when the engine ran out of events
     state[rejected] = REJECTED
     reason[rejected & (reason == 0)] = REASONS.index("NodeConfigNotAvailable")
     # a cancelled job ran for its last run only; a completed one did all its work (run_s)
