@@ -85,8 +85,11 @@ def test_a_smaller_cluster_rejects_larger_jobs_with_a_warning(tmp_path: Path) ->
     assert code == 0
     rejected = json.loads(out)["jobs"]["rejected"]
     assert rejected > 0
-    assert f"{rejected} job(s) ask more nodes or GPUs per node than their pool has" in err
-    assert "first: job 4 (128x1) at " in err and "lublin_256_first2000.swf.gz:11" in err
+    assert f"slurm leaves {rejected} job(s)" in err
+    assert f"{rejected} rejected (they can never run on its cluster)" in err
+    assert f"NodeConfigNotAvailable: {rejected}" in err
+    assert "first rejected: job" in err and f"{EXAMPLE}:" in err
+    assert "first rejected: job 4 (128x1) at " in err and "lublin_256_first2000.swf.gz:11" in err
 
 
 @pytest.mark.parametrize(

@@ -15,13 +15,15 @@ from typer.testing import CliRunner
 
 from gpuplan.cli import app
 from gpuplan.report import rebuild
+from gpuplan.results import manifest
+from gpuplan.results.files import write_json
 from gpuplan.simulate import SimulateRequest, simulate
 
 ROOT = Path(__file__).resolve().parents[1]
 MIXED = ROOT / "examples" / "mixed-org.yaml"
 runner = CliRunner()
 SECTIONS = (
-    "recommendation", "targets", "workload", "models", "utilisation", "queue",
+    "recommendation", "work", "targets", "workload", "models", "utilisation", "queue",
     "waits", "services", "cost", "criteria", "assumptions",
 )  # fmt: skip
 
@@ -31,8 +33,25 @@ def simulated(scenario: Path, out: Path, backfill: str | None = None) -> Path:
     return out
 
 
+def resealed(results: Path) -> Path:
+    """The results' manifest rewritten for the files as they are now: a test that edits a result file
+    by hand makes it one the run wrote (a file the manifest lists but that is gone stays listed)."""
+    sealed = manifest.read(results)
+    run = sealed.run if sealed is not None else manifest.Run("test", None, None, {}, [])
+    names = set(sealed.files if sealed is not None else ()) | {
+        path.name for path in results.iterdir() if path.is_file() and path.name != manifest.MANIFEST
+    }
+    files = {
+        name: manifest.sha256(results / name) if (results / name).is_file() else "gone"
+        for name in sorted(names)
+    }
+    write_json(results / manifest.MANIFEST, manifest.Manifest(run, files).to_json())
+    return results
+
+
 def merged(runs: dict[str, Path], out: Path) -> Path:
-    """One results directory holding several runs as models (what compare will write)."""
+    """One results directory holding several runs as models (what compare will write), sealed with a
+    manifest as a run's."""
     out.mkdir(parents=True)
     summaries = {name: json.loads((path / "summary.json").read_text()) for name, path in runs.items()}
     first = next(iter(summaries.values()))
@@ -45,7 +64,7 @@ def merged(runs: dict[str, Path], out: Path) -> Path:
             column = pa.array([name] * part.num_rows).dictionary_encode()
             parts.append(part.set_column(part.column_names.index("model"), "model", column))
         pq.write_table(pa.concat_tables(parts), out / f"{table}.parquet")
-    return out
+    return resealed(out)
 
 
 @pytest.fixture(scope="module")
@@ -136,7 +155,7 @@ def test_an_existing_recommendation_is_used_as_saved(mixed_results: Path, tmp_pa
     saved = json.loads((results / "recommendation.json").read_text())
     saved["reasons"] = ["a reason written by an earlier run"]
     (results / "recommendation.json").write_text(json.dumps(saved))
-    result = rebuild(results)
+    result = rebuild(resealed(results))
     assert not result.computed
     assert "a reason written by an earlier run" in (results / "report.md").read_text()
 
@@ -148,6 +167,7 @@ def test_scenario_not_found_is_a_warning_and_scenario_option_supplies_it(
     summary = json.loads((results / "summary.json").read_text())
     summary["input"]["path"] = "moved/away.yaml"
     (results / "summary.json").write_text(json.dumps(summary))
+    resealed(results)
     outcome = runner.invoke(app, ["report", str(results)])
     assert outcome.exit_code == 0
     assert "moved/away.yaml" in outcome.stderr and "--scenario" in outcome.stderr
@@ -193,6 +213,7 @@ def test_bad_or_missing_files_are_named_with_exit_code_2(
 ) -> None:
     results = copy_of(mixed_results, tmp_path)
     breakage(results)  # type: ignore[operator]
+    resealed(results)  # the run wrote the broken file: what the reader makes of it is the point
     outcome = runner.invoke(app, ["report", str(results)])
     assert outcome.exit_code == 2
     assert file in outcome.stderr and message in outcome.stderr

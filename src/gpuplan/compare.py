@@ -4,6 +4,11 @@ Each model runs in its own process when there is more than one core (the models 
 the scenario file; each synthesises the same workload from the scenario's seed, so all see the same
 jobs). The result files hold one entry per model: ``summary.json`` under ``models.<name>``, and
 ``jobs.parquet`` / ``timeline.parquet`` rows with their ``model`` column.
+
+Interruption: the workers never outlive this process (``gpuplan.workers``). On Ctrl-C the models
+that had finished are written as a partial result (summary.json ``partial``, the manifest says so)
+and ``gpuplan.errors.Interrupted`` is raised; a run killed outright leaves no manifest, so
+``report`` refuses the directory until the command is run again.
 """
 
 from __future__ import annotations
@@ -11,19 +16,19 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from gpuplan import __version__
-from gpuplan.errors import GpuplanError, InputError
-from gpuplan.inputs import is_scenario, load_input
+from gpuplan.errors import GpuplanError, InputError, Interrupted
+from gpuplan.inputs import Input, is_scenario, load_input
 from gpuplan.metrics.summary import summarize
-from gpuplan.results.files import jobs_table, prepare_out, timeline_table, write_summary
+from gpuplan.results import manifest
+from gpuplan.results.files import RESULT_FILES, jobs_table, timeline_table, write_summary, write_tables
+from gpuplan.workers import run_all
 
 
 @dataclass(frozen=True)
@@ -32,12 +37,15 @@ class CompareRequest:
     models: tuple[str, ...] | None = None  # default: the scenario's models.compare
     out: Path = Path("gpuplan-out")
     processes: int | None = None  # default: one per model, at most one per core
+    command: str = "compare"  # the command the manifest records (recommend runs a comparison)
 
 
 @dataclass
 class CompareResult:
     summary: dict[str, Any]
     files: list[Path]
+    loaded: Input
+    run: manifest.Run  # what the manifest records of the run
     warnings: list[str] = field(default_factory=list)
 
 
@@ -73,49 +81,75 @@ def _run_model(scenario: Path, name: str) -> _ModelResult:
 
 
 def compare(request: CompareRequest, on_done: Callable[[str], None] | None = None) -> CompareResult:
-    """Run the models, write OUT/summary.json, jobs.parquet and timeline.parquet; ``on_done(name)``
-    is called as each model finishes."""
+    """Run the models, write OUT/summary.json, jobs.parquet, timeline.parquet and manifest.json;
+    ``on_done(name)`` is called as each model finishes."""
     from gpuplan.simulate import MODELS
 
     if not is_scenario(request.scenario):
-        raise InputError("compare needs a scenario file (.yaml)", path=request.scenario)
+        raise InputError(
+            "compare and recommend need a scenario file (.yaml): a trace has no teams, answers or "
+            "split to weigh. Replay the trace from a scenario (workloads[].trace, as in the bundled "
+            "mixed-org.yaml; gpuplan init writes a scenario to start from), or run one model on it "
+            "with gpuplan simulate TRACE --model slurm|kubernetes",
+            path=request.scenario,
+        )
     loaded = load_input(request.scenario)  # fails early, here, on a bad scenario
     assert loaded.scenario is not None
     names: Sequence[str] = request.models or loaded.scenario.scenario.models.compare
     for name in names:
         MODELS.get(name)
-    processes = request.processes or min(len(names), os.cpu_count() or 1)
+    processes = min(request.processes or os.cpu_count() or 1, len(names))
     results: dict[str, _ModelResult] = {}
-    if processes > 1 and len(names) > 1:
-        with ProcessPoolExecutor(max_workers=processes) as pool:
-            futures = {pool.submit(_run_model, request.scenario, name): name for name in names}
-            for future, name in futures.items():
-                results[name] = future.result()
-                if on_done:
-                    on_done(name)
-    else:
-        for name in names:
-            results[name] = _run_model(request.scenario, name)
-            if on_done:
-                on_done(name)
+
+    def finished(result: _ModelResult) -> None:
+        results[result.name] = result
+        if on_done:
+            on_done(result.name)
+
+    run = manifest.describe_run(request.command, loaded, request.scenario, names)
+    try:
+        run_all(_run_model, [(request.scenario, name) for name in names], processes, finished)
+    except KeyboardInterrupt:
+        done = [name for name in names if name in results and results[name].error is None]
+        missing = [name for name in names if name not in done]
+        if not done:
+            raise Interrupted("interrupted before any model finished: nothing was written") from None
+        partial = {"missing_models": missing, "why": "interrupted"}
+        _write(request.out, loaded, [results[n] for n in done], run, partial)
+        raise Interrupted(
+            f"interrupted: wrote {', '.join(done)} to {request.out} as a partial result "
+            f"(not run: {', '.join(missing)})"
+        ) from None
     for result in results.values():
         if result.error is not None:
             raise GpuplanError(f"model {result.name}: {result.error}")
+    summary, files = _write(request.out, loaded, [results[name] for name in names], run)
+    return CompareResult(summary, files, loaded, run, list(loaded.warnings))
 
-    ordered = [results[name] for name in names]
-    prepare_out(request.out)
-    files = [request.out / "summary.json", request.out / "jobs.parquet", request.out / "timeline.parquet"]
-    summary = {
+
+def _write(
+    out: Path,
+    loaded: Input,
+    results: list[_ModelResult],
+    run: manifest.Run,
+    partial: dict[str, Any] | None = None,
+) -> tuple[dict[str, Any], list[Path]]:
+    """summary.json, jobs.parquet, timeline.parquet, then the manifest; returns the summary and the
+    three files."""
+    manifest.start(out, keep=RESULT_FILES)
+    summary: dict[str, Any] = {
         "gpuplan_version": __version__,
         "input": loaded.info,
-        "models": {r.name: r.summary for r in ordered},
+        **({"partial": partial} if partial else {}),
+        "models": {r.name: r.summary for r in results},
     }
-    write_summary(request.out, summary)
-    pq.write_table(
-        pa.concat_tables([r.jobs for r in ordered if r.jobs is not None], promote_options="default"), files[1]
+    files = [write_summary(out, summary)]
+    files += write_tables(
+        out,
+        [r.jobs for r in results if r.jobs is not None],
+        [r.timeline for r in results if r.timeline is not None],
     )
-    pq.write_table(
-        pa.concat_tables([r.timeline for r in ordered if r.timeline is not None], promote_options="default"),
-        files[2],
-    )
-    return CompareResult(summary, files, list(loaded.warnings))
+    if partial:
+        run = replace(run, models=[r.name for r in results], partial=partial)
+    manifest.finish(out, run, files)
+    return summary, files

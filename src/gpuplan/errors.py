@@ -32,3 +32,11 @@ class InputError(GpuplanError):
             where += f":{self.line}" if where else f"line {self.line}"
         parts = [p for p in (where, self.field, self.message) if p]
         return ": ".join(parts)
+
+
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C (or SIGTERM) during a command; the message says what was written before it stopped."""
+
+    def __init__(self, message: str) -> None:
+        self.message = message
+        super().__init__(message)

@@ -40,16 +40,42 @@ class Input:
     node_list: NodeList | None = None  # the traced cluster's nodes, one by one (Kubernetes pod traces)
 
 
+def input_files(loaded: Input) -> list[Path]:
+    """Every file the input was read from: the scenario and the traces and demand curves it names, or
+    the trace and its node list."""
+    from gpuplan.scenario.model import BatchWorkload, Empirical, ServiceWorkload, TraceWorkload
+
+    if loaded.scenario is None:
+        assert loaded.trace is not None
+        node_list = loaded.info.get("node_list")
+        return [Path(loaded.trace.path), *([Path(node_list)] if node_list else [])]
+    scenario = loaded.scenario
+    files = [scenario.path]
+    for workload in scenario.scenario.workloads:
+        if isinstance(workload, TraceWorkload):
+            files.append(scenario.resolve(workload.trace.path))
+        elif isinstance(workload, BatchWorkload) and isinstance(workload.duration, Empirical):
+            files.append(scenario.resolve(workload.duration.trace))
+        elif isinstance(workload, ServiceWorkload) and workload.demand.csv is not None:
+            files.append(scenario.resolve(workload.demand.csv))
+    return files
+
+
 def is_scenario(path: Path) -> bool:
     return path.suffix.lower() in SCENARIO_SUFFIXES
+
+
+# More nodes than any machine has (an SWF processor counts as a node: Fugaku has 158,976 nodes and
+# 7.6 M cores, and the largest SWF logs a few hundred thousand processors): a typo, not a cluster.
+MAX_POOL_NODES = 2**20
 
 
 def cluster_nodes(trace: Trace, nodes: int | None, gpus_per_node: int) -> tuple[int, str]:
     """Nodes of the simulated pool and where the figure came from: ``nodes`` when given, else the
     traced cluster's size (SWF: MaxProcs, else MaxNodes) / ``gpus_per_node``, else the largest job."""
     if nodes is not None:
-        if nodes < 1:
-            raise InputError("must be at least 1", field="--nodes")
+        if not 1 <= nodes <= MAX_POOL_NODES:
+            raise InputError(f"must be from 1 to {MAX_POOL_NODES:,}", field="--nodes")
         return nodes, "--nodes"
     if trace.capacity_gpus is not None:
         if trace.capacity_gpus < gpus_per_node:
@@ -59,10 +85,18 @@ def cluster_nodes(trace: Trace, nodes: int | None, gpus_per_node: int) -> tuple[
                 path=trace.path,
                 field="--gpus-per-node",
             )
-        return trace.capacity_gpus // gpus_per_node, trace.capacity_source
-    if len(trace.jobs) == 0:
+        count, source = trace.capacity_gpus // gpus_per_node, trace.capacity_source
+    elif len(trace.jobs) == 0:
         raise InputError("no jobs and no cluster size in the trace: give --nodes", path=trace.path)
-    return int(trace.jobs.nodes.max()), "largest job"
+    else:
+        count, source = int(trace.jobs.nodes.max()), "largest job"
+    if count > MAX_POOL_NODES:
+        raise InputError(
+            f"the traced cluster would have {count:,} nodes ({source}), more than any machine "
+            f"({MAX_POOL_NODES:,}): give --nodes (and --gpus-per-node)",
+            path=trace.path,
+        )
+    return count, source
 
 
 def load_input(path: Path, options: InputOptions | None = None) -> Input:

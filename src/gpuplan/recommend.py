@@ -10,8 +10,8 @@ from pathlib import Path
 
 from gpuplan.advisor import Recommendation, advise, write_recommendation
 from gpuplan.compare import CompareRequest, compare
-from gpuplan.inputs import load_input
 from gpuplan.report import build_report
+from gpuplan.results import manifest
 
 BUNDLED_EXAMPLE = "mixed-org.yaml"  # a research group on Slurm and product teams serving models
 
@@ -38,20 +38,19 @@ def bundled_example() -> Path:
 
 
 def recommend(request: RecommendRequest, on_step: Callable[[str], None] | None = None) -> RecommendResult:
-    """compare -> advise -> report; ``on_step(what)`` is called after each model and each step."""
+    """compare -> advise -> report, then the manifest of them all; ``on_step(what)`` is called after
+    each model and each step."""
     scenario = request.scenario or bundled_example()
-    compared = compare(CompareRequest(scenario, None, request.out, request.processes), on_step)
-    loaded = load_input(scenario)
-    recommendation = advise(compared.summary, loaded)
+    compared = compare(
+        CompareRequest(scenario, None, request.out, request.processes, command="recommend"), on_step
+    )
+    recommendation = advise(compared.summary, compared.loaded)
     recommendation_file = write_recommendation(request.out, recommendation)
     if on_step:
-        on_step("scored")
-    report = build_report(request.out, loaded=loaded, recommendation=recommendation)
+        on_step("scoring")
+    report = build_report(request.out, loaded=compared.loaded, recommendation=recommendation)
     if on_step:
-        on_step("reported")
-    return RecommendResult(
-        scenario,
-        recommendation,
-        [*compared.files, recommendation_file, *report.files],
-        [*compared.warnings, *report.warnings],
-    )
+        on_step("report")
+    files = [*compared.files, recommendation_file, *report.files]
+    manifest.finish(request.out, compared.run, files)
+    return RecommendResult(scenario, recommendation, files, [*compared.warnings, *report.warnings])

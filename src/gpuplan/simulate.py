@@ -13,7 +13,8 @@ import numpy as np
 from gpuplan import __version__
 from gpuplan.inputs import Input, InputOptions, load_input
 from gpuplan.metrics.summary import summarize
-from gpuplan.results.files import write_summary, write_tables
+from gpuplan.results import manifest
+from gpuplan.results.files import RESULT_FILES, jobs_table, timeline_table, write_summary, write_tables
 from gpuplan.scenario.model import SlurmSettings as ScenarioSlurm
 from gpuplan.sim.hybrid import run_hybrid
 from gpuplan.sim.kubernetes.runner import run_kubernetes
@@ -121,18 +122,50 @@ def slurm_settings(spec: ScenarioSlurm) -> SlurmSettings:
     )
 
 
-def _rejection_warning(loaded: Input, run: ModelRun) -> str | None:
-    rejected = np.flatnonzero(run.state == REJECTED)
-    if not len(rejected):
+def work_not_done_warning(loaded: Input, run: ModelRun, summary: dict[str, Any]) -> str | None:
+    """A sentence on the jobs a model rejected or left unfinished, by workload (by team for a trace)
+    and reason, with the first rejected job's line in a trace."""
+    work = summary["work_not_done"]
+    if not work["jobs"]:
         return None
-    first = rejected[np.argmin(run.jobs.source_line[rejected])]
-    job = f"job {run.jobs.job_id[first]} ({run.jobs.nodes[first]}x{run.jobs.gpus_per_node[first]})"
-    if loaded.trace is not None and run.jobs.source_line[first] > 0:
-        job += f" at {loaded.trace.path}:{run.jobs.source_line[first]}"
-    return (
-        f"{len(rejected)} job(s) ask more nodes or GPUs per node than their pool has and were rejected; "
-        f"first: {job}"
+    parts = [
+        f"{name} {figures['jobs']:,} ("
+        + ", ".join(f"{why}: {count:,}" for why, count in figures["reasons"].items())
+        + ")"
+        for name, figures in work["by_workload"].items()
+    ]
+    sentence = (
+        f"{run.model} leaves {work['jobs']:,} job(s) ({work['gpu_hours']:,.0f} GPU-hours) undone: "
+        f"{work['rejected']['jobs']:,} rejected (they can never run on its cluster), "
+        f"{work['unfinished']['jobs']:,} unfinished; by {'workload' if run.jobs.workload else 'team'}: "
+        + "; ".join(parts)
     )
+    rejected = np.flatnonzero(run.state == REJECTED)
+    if loaded.trace is not None and len(rejected):
+        first = rejected[np.argmin(run.jobs.source_line[rejected])]
+        if run.jobs.source_line[first] > 0:
+            sentence += (
+                f"; first rejected: job {run.jobs.job_id[first]} "
+                f"({run.jobs.nodes[first]}x{run.jobs.gpus_per_node[first]}) "
+                f"at {loaded.trace.path}:{run.jobs.source_line[first]}"
+            )
+    return sentence
+
+
+def unchecked_requests_warnings(model: str, summary: dict[str, Any]) -> list[str]:
+    """The Kubernetes model (alone or as hybrid's side) on nodes whose CPU or memory is unknown: the
+    pods' requests of those resources were not checked (``settings.node_resources`` says per pool)."""
+    figures = summary.get("kubernetes", {})
+    if model == "hybrid":  # the sides' own figures are under their names
+        figures = figures.get("kubernetes", {})
+    jobs = figures.get("requests_not_checked_jobs", 0)
+    if not jobs:
+        return []
+    return [
+        f"{model}: the nodes' CPU or memory is unknown (no node list, shape, cpus_per_node or "
+        f"memory_gb): the CPU and memory requests of {jobs:,} job(s) were not checked against "
+        "nodes; give --node-list, or the pools' shape or cpus_per_node and memory_gb"
+    ]
 
 
 def run_slurm(loaded: Input, request: SimulateRequest) -> ModelRun:
@@ -168,7 +201,8 @@ MODELS.register("hybrid", run_hybrid_model)
 
 
 def simulate(request: SimulateRequest) -> SimulateResult:
-    """Read the input, simulate the model, write OUT/summary.json, jobs.parquet and timeline.parquet."""
+    """Read the input, simulate the model, write OUT/summary.json, jobs.parquet, timeline.parquet and
+    manifest.json."""
     runner = MODELS.get(request.model)
     began = time.perf_counter()
     loaded = load_input(request.input, request.options)
@@ -178,7 +212,8 @@ def simulate(request: SimulateRequest) -> SimulateResult:
 
     began = time.perf_counter()
     model_summary = summarize(run, workload.team_shares)
-    files = write_tables(request.out, [run])
+    manifest.start(request.out, keep=RESULT_FILES)
+    files = write_tables(request.out, [jobs_table(run)], [timeline_table(run)])
     model_summary["timing_s"] = {
         "read": read_s,
         "simulate": run.simulate_s,
@@ -186,7 +221,9 @@ def simulate(request: SimulateRequest) -> SimulateResult:
     }
     summary = {"gpuplan_version": __version__, "input": loaded.info, "models": {run.model: model_summary}}
     files.insert(0, write_summary(request.out, summary))
+    manifest.finish(request.out, manifest.describe_run("simulate", loaded, request.input, [run.model]), files)
     warnings = list(loaded.warnings)
-    if (rejection := _rejection_warning(loaded, run)) is not None:
-        warnings.append(rejection)
+    if (undone := work_not_done_warning(loaded, run, model_summary)) is not None:
+        warnings.append(undone)
+    warnings += unchecked_requests_warnings(run.model, model_summary)
     return SimulateResult(summary=summary, files=files, warnings=warnings)

@@ -5,6 +5,8 @@ Heavy libraries (NumPy, Arrow, pydantic) are imported inside the commands, so ``
 
 from __future__ import annotations
 
+import signal
+
 import typer
 
 from gpuplan.cli.compare import compare
@@ -37,5 +39,10 @@ def _root() -> None:
     """Exit codes: 0 ok, 1 the simulation or a target failed, 2 bad input (file, line and field named)."""
 
 
+def _terminate(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt  # SIGTERM (a timeout, a batch system) ends a command as Ctrl-C does
+
+
 def main() -> None:
+    signal.signal(signal.SIGTERM, _terminate)
     app()

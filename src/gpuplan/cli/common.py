@@ -1,7 +1,13 @@
-"""Options and error handling shared by the commands."""
+"""Options, consoles and error handling shared by the commands.
+
+Every console prints text literally: Rich markup and emoji codes are off, so a name such as ``[/x]``
+or ``file.csv:100:`` from a user's file is printed as written (and cannot crash the printing). Style
+comes from ``rich.text.Text`` parts, never from markup in a string.
+"""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -9,17 +15,21 @@ from typing import Annotated, TypeVar
 
 import typer
 from rich.console import Console
+from rich.text import Text
 
 T = TypeVar("T")
 
 OutOption = Annotated[Path, typer.Option("--out", help="Directory for the result files.")]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print the figures as JSON on stdout.")]
 QuietOption = Annotated[bool, typer.Option("--quiet", "-q", help="Print nothing but errors.")]
+# the names of gpuplan.workload.readers.READERS (a test keeps them in step; importing the readers
+# here would make every --help load NumPy)
+TRACE_FORMATS = ("swf", "philly", "chronus", "helios", "acme", "sacct", "alibaba", "kubectl")
 FormatOption = Annotated[
     str | None,
     typer.Option(
         "--format",
-        help="Trace format: swf, sacct, philly, chronus, helios, acme [default: told from the file].",
+        help=f"Trace format: {', '.join(TRACE_FORMATS)} [default: told from the file].",
     ),
 ]
 GpusPerNodeOption = Annotated[
@@ -34,7 +44,19 @@ SkipBadLinesOption = Annotated[
     bool, typer.Option(help="Skip and count malformed trace lines instead of stopping at the first.")
 ]
 
-err = Console(stderr=True)
+
+def console(*, stderr: bool = False) -> Console:
+    """A console that prints text as it is (no markup, no emoji codes, no highlighting)."""
+    return Console(stderr=stderr, markup=False, emoji=False, highlight=False)
+
+
+err = console(stderr=True)
+
+
+def styled(*parts: str | tuple[str, str]) -> Text:
+    """Text from plain parts and (text, style) pairs; the text is never parsed as markup."""
+    return Text.assemble(*parts)
+
 
 ProcessesOption = Annotated[
     int | None,
@@ -44,31 +66,53 @@ ProcessesOption = Annotated[
 
 @contextmanager
 def steps(first: str, hidden: bool) -> Iterator[Callable[[str], None]]:
-    """A progress bar on stderr for work reported step by step: yields ``done(what)``."""
+    """Progress on stderr for work reported step by step: yields ``done(what)``. A bar on a terminal;
+    elsewhere (a log, a pipe) one line per step, so a long run is never silent."""
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
+    if hidden:
+        yield lambda what: None
+        return
+    if not err.is_terminal:
+        began = time.perf_counter()
+        err.print(f"{first} ...")
+        yield lambda what: err.print(f"{what} done ({time.perf_counter() - began:.1f} s)")
+        return
     with Progress(
         TextColumn("{task.description}"),
         BarColumn(),
         TimeElapsedColumn(),
         console=err,
-        disable=hidden,
         transient=True,
     ) as progress:
         task = progress.add_task(first, total=None)
         yield lambda what: progress.update(task, advance=1, description=f"{what} done")
 
 
+INTERRUPTED = 130  # 128 + SIGINT, as shells report a command ended by Ctrl-C
+
+
 @contextmanager
 def user_errors() -> Iterator[None]:
-    """Bad input ends the command with exit code 2 and a one-line message, never a traceback."""
-    from gpuplan.errors import GpuplanError
+    """Bad input ends the command with exit code 2 and a one-line message, never a traceback; Ctrl-C
+    with exit code 130 and a line on what was written."""
+    from gpuplan.errors import GpuplanError, Interrupted
 
     try:
         yield
     except GpuplanError as exc:
-        err.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
+        error(str(exc))
         raise typer.Exit(2) from None
+    except Interrupted as exc:
+        err.print(exc.message, soft_wrap=True)
+        raise typer.Exit(INTERRUPTED) from None
+    except KeyboardInterrupt:
+        err.print("interrupted: nothing was written", soft_wrap=True)
+        raise typer.Exit(INTERRUPTED) from None
+
+
+def error(message: str) -> None:
+    err.print(styled(("error: ", "bold red"), message), soft_wrap=True)
 
 
 def call(function: Callable[[], T]) -> T:
@@ -79,4 +123,4 @@ def call(function: Callable[[], T]) -> T:
 def warn(warnings: list[str], quiet: bool) -> None:
     if not quiet:
         for warning in warnings:
-            err.print(f"[yellow]warning:[/] {warning}", highlight=False, soft_wrap=True)
+            err.print(styled(("warning: ", "yellow"), warning), soft_wrap=True)

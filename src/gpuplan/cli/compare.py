@@ -8,10 +8,18 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
-from gpuplan.cli.common import JsonOption, OutOption, ProcessesOption, QuietOption, call, steps, warn
+from gpuplan.cli.common import (
+    JsonOption,
+    OutOption,
+    ProcessesOption,
+    QuietOption,
+    call,
+    console,
+    steps,
+    warn,
+)
 
 
 def compare(
@@ -40,9 +48,9 @@ def compare(
     if json_output:
         sys.stdout.write(json.dumps(result.summary["models"], indent=2) + "\n")
     elif not quiet:
-        out_console = Console()
-        out_console.print(side_by_side(result.summary["models"]))
-        out_console.print("wrote " + ", ".join(str(f) for f in result.files), highlight=False)
+        stdout = console()
+        stdout.print(side_by_side(result.summary["models"]))
+        stdout.print("wrote " + ", ".join(str(f) for f in result.files), soft_wrap=True)
 
 
 def _hours(seconds: float | None) -> str:
@@ -53,6 +61,16 @@ def _hours(seconds: float | None) -> str:
 
 def _percent(value: float | None) -> str:
     return "-" if value is None else f"{value:.1%}"
+
+
+def _work_not_done(m: dict[str, Any]) -> str:
+    """Jobs rejected and unfinished, with the GPU-hours they asked for ("none" when all ran)."""
+    work = m.get("work_not_done")
+    if work is None:
+        return "-"
+    if not work["jobs"]:
+        return "none"
+    return f"{work['jobs']:,} ({work['gpu_hours']:,.0f})"
 
 
 def side_by_side(models: dict[str, dict[str, Any]]) -> Table:
@@ -91,11 +109,10 @@ def side_by_side(models: dict[str, dict[str, Any]]) -> Table:
             lambda m, s=service: _percent(m["services"][s]["slo_attainment"]) if s in m["services"] else "-",
         )
     row(
-        "jobs completed / killed / rejected",
-        lambda m: (
-            f"{m['jobs']['completed']:,} / {m['jobs']['killed_at_limit']:,} / {m['jobs']['rejected']:,}"
-        ),
+        "jobs completed / killed at limit",
+        lambda m: f"{m['jobs']['completed']:,} / {m['jobs']['killed_at_limit']:,}",
     )
+    row("work not done: jobs (GPU-hours)", _work_not_done)
     row(
         "preemptions / lost GPU-hours",
         lambda m: f"{m['preemption']['events']:,} / {m['preemption']['lost_gpu_hours']:,.0f}",

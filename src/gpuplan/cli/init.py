@@ -9,11 +9,11 @@ import typer
 from rich.console import Console
 from rich.prompt import FloatPrompt, IntPrompt, Prompt
 
-from gpuplan.cli.common import QuietOption, call, warn
+from gpuplan.cli.common import QuietOption, call, console, styled, warn
 
 
 def init(
-    out: Annotated[Path, typer.Option("--out", help="Scenario file to write.")] = Path("scenario.yaml"),
+    path: Annotated[Path, typer.Option("--out", help="Scenario file to write.")] = Path("scenario.yaml"),
     answers: Annotated[
         Path | None,
         typer.Option(help="Answers as YAML or JSON (question: answer); unanswered questions take defaults."),
@@ -28,23 +28,23 @@ def init(
     """
     from gpuplan.scenario.init import check_answers, read_answers, write_scenario
 
-    console = Console()
+    out = console()
     if answers is not None:
         checked = call(lambda: read_answers(answers))
     else:
-        checked = call(lambda: check_answers(ask(console), "your answers"))
-    loaded = call(lambda: write_scenario(checked, out, overwrite=force))
+        checked = call(lambda: check_answers(ask(out), "your answers"))
+    loaded = call(lambda: write_scenario(checked, path, overwrite=force))
     warn(loaded.warnings, quiet)
     if not quiet:
         gpus = sum(pool.gpus for pool in loaded.pools)
-        console.print(
-            f"wrote {out}: {len(loaded.pools)} pool(s), {gpus} GPUs, {len(loaded.scenario.teams)} team(s), "
-            f"{len(loaded.scenario.workloads)} workload(s). Next: gpuplan simulate {out} --model slurm",
-            highlight=False,
+        out.print(
+            f"wrote {path}: {len(loaded.pools)} pool(s), {gpus} GPUs, {len(loaded.scenario.teams)} team(s), "
+            f"{len(loaded.scenario.workloads)} workload(s). Next: gpuplan recommend {path}",
+            soft_wrap=True,
         )
 
 
-def ask(console: Console) -> dict[str, Any]:
+def ask(out: Console) -> dict[str, Any]:
     """Each question of the questionnaire in turn, with its default; skips those that do not apply."""
     from gpuplan.scenario.init import QUESTIONS, answer_problem
 
@@ -53,12 +53,12 @@ def ask(console: Console) -> dict[str, Any]:
         if question.when is not None and not question.when(given):
             continue
         while True:
-            value = _prompt(console, question.text, question.kind(), question.default(), question.choices)
+            value = _prompt(out, question.text, question.kind(), question.default(), question.choices)
             problem = answer_problem(question.key, value)
             if problem is None:
                 given[question.key] = value
                 break
-            console.print(f"[red]{problem}[/]", highlight=False)
+            out.print(styled((problem, "red")))
     return given
 
 

@@ -19,6 +19,7 @@ from gpuplan.cli.common import (
     QuietOption,
     SkipBadLinesOption,
     call,
+    console,
     warn,
 )
 
@@ -55,8 +56,9 @@ def inspect(
     if json_output:
         sys.stdout.write(json.dumps(result.figures, indent=2) + "\n")
     elif not quiet:
-        print_figures(Console(), result.figures)
-        Console().print("wrote " + ", ".join(str(f) for f in result.files), highlight=False)
+        stdout = console()
+        print_figures(stdout, result.figures)
+        stdout.print("wrote " + ", ".join(str(f) for f in result.files), soft_wrap=True)
 
 
 def _pct(value: float | None) -> str:
@@ -67,7 +69,7 @@ def _hours(seconds: float | None) -> str:
     return "-" if seconds is None else f"{seconds / 3600:,.2f} h"
 
 
-def print_figures(console: Console, f: dict[str, Any]) -> None:
+def print_figures(out: Console, f: dict[str, Any]) -> None:
     summary = Table(title=f"workload of {f['input']['path']}")
     summary.add_column("figure")
     summary.add_column("value", justify="right")
@@ -97,7 +99,7 @@ def print_figures(console: Console, f: dict[str, Any]) -> None:
     summary.add_row("run time / time limit (p50)", "-" if estimates["run_over_limit"]["p50"] is None else
                     f"{estimates['run_over_limit']['p50']:.2f}")  # fmt: skip
     summary.add_row("jobs reaching their limit", _pct(estimates["share_reaching_limit"]))
-    console.print(summary)
+    out.print(summary)
 
     for title, groups in (("by kind", f["by_kind"]), ("by team", f["by_team"])):
         table = Table(title=title)
@@ -110,14 +112,14 @@ def print_figures(console: Console, f: dict[str, Any]) -> None:
                 f"{figures['gpu_hours']:,.0f}",
                 _pct(figures["share_of_gpu_hours"]),
             )
-        console.print(table)
+        out.print(table)
 
     sizes = Table(title="GPUs per job")
     for column in ("GPUs", "jobs", "GPU-hours"):
         sizes.add_column(column, justify="right")
     for label, figures in f["size"]["bins"].items():
         sizes.add_row(label, _pct(figures["jobs_share"]), _pct(figures["gpu_hours_share"]))
-    console.print(sizes)
+    out.print(sizes)
     profile = f["diurnal_profile"]
     peak = max(range(24), key=lambda hour: profile[hour])
-    console.print(f"arrivals by hour ({f['profile_clock']}): busiest {peak:02d}:00 with {profile[peak]:.1%}")
+    out.print(f"arrivals by hour ({f['profile_clock']}): busiest {peak:02d}:00 with {profile[peak]:.1%}")

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
 
-from gpuplan.cli.common import OutOption, ProcessesOption, QuietOption, call, steps, warn
+from gpuplan.cli.common import OutOption, ProcessesOption, QuietOption, call, console, steps, styled, warn
+
+if TYPE_CHECKING:
+    from gpuplan.advisor import Recommendation
 
 
 def recommend(
@@ -34,15 +37,23 @@ def recommend(
     warn(result.warnings, quiet)
     rec = result.recommendation
     if not quiet:
-        console = Console()
-        console.print(f"scenario: {result.scenario}", highlight=False, soft_wrap=True)
-        console.print(
-            f"recommended: [bold]{rec.chosen}[/] ({rec.decision.replace('_', ' ')})", highlight=False
-        )
-        for name, score in rec.scores.items():
-            console.print(f"  score {name}: {score:.2f}", highlight=False)
-        for reason in rec.reasons[:5]:
-            console.print(f"  - {reason}", highlight=False, soft_wrap=True)
-        console.print("wrote " + ", ".join(str(f) for f in result.files), highlight=False, soft_wrap=True)
+        stdout = console()
+        stdout.print(f"scenario: {result.scenario}", soft_wrap=True)
+        print_recommendation(stdout, rec, scores=True)
+        stdout.print("wrote " + ", ".join(str(f) for f in result.files), soft_wrap=True)
     if rec.decision == "no_model_meets_targets":
         raise typer.Exit(1)
+
+
+def print_recommendation(
+    out: Console, rec: Recommendation, *, scores: bool = False, reasons: int = 5
+) -> None:
+    """What must be read first (work left undone), the choice, the scores and the top reasons."""
+    for warning in rec.warnings:
+        out.print(styled(("attention: ", "bold yellow"), warning), soft_wrap=True)
+    out.print(styled("recommended: ", (str(rec.chosen), "bold"), f" ({rec.decision.replace('_', ' ')})"))
+    if scores:
+        for name, score in rec.scores.items():
+            out.print(f"  score {name}: {score:.2f}")
+    for reason in rec.reasons[:reasons]:
+        out.print(f"  - {reason}", soft_wrap=True)

@@ -6,9 +6,9 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 
-from gpuplan.cli.common import QuietOption, call, warn
+from gpuplan.cli.common import QuietOption, call, console, warn
+from gpuplan.cli.recommend import print_recommendation
 
 
 def report(
@@ -36,19 +36,17 @@ def report(
 ) -> None:
     """Build OUT/report.html (offline, charts inlined) and OUT/report.md from saved results.
 
-    Uses RESULTS/recommendation.json when present; otherwise computes the recommendation from the
-    summary and the scenario, and saves it beside the reports.
+    Uses RESULTS/recommendation.json when the run wrote it; otherwise computes the recommendation from
+    the summary and the scenario, and saves it beside the reports. Refuses a directory whose files
+    disagree with its manifest.json. Exit code 1 when no model meets the scenario's targets.
     Examples: gpuplan report gpuplan-out; gpuplan report runs/mixed --scenario examples/mixed-org.yaml
     """
     from gpuplan.report import rebuild
 
     result = call(lambda: rebuild(results, out=out, scenario=scenario, criteria=criteria))
     warn(result.warnings, quiet)
-    if quiet:
-        return
-    console = Console()
-    rec = result.recommendation
-    console.print(f"recommended: [bold]{rec.chosen}[/] ({rec.decision.replace('_', ' ')})", highlight=False)
-    for reason in rec.reasons[:3]:
-        console.print(f"  - {reason}", highlight=False, soft_wrap=True)
-    console.print("wrote " + ", ".join(str(f) for f in result.files), highlight=False)
+    if not quiet:
+        print_recommendation(console(), result.recommendation, reasons=3)
+        console().print("wrote " + ", ".join(str(f) for f in result.files), soft_wrap=True)
+    if result.recommendation.decision == "no_model_meets_targets":
+        raise typer.Exit(1)

@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from gpuplan.cli.common import QuietOption, err, user_errors, warn
+from gpuplan.cli.common import QuietOption, error, user_errors, warn
 
 
 def validate(
@@ -29,7 +29,7 @@ def validate(
             loaded = load_scenario(path)
         except GpuplanError as exc:
             failed = True
-            err.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
+            error(str(exc))
             continue
         warn(loaded.warnings, quiet)
         if not quiet:

@@ -20,6 +20,7 @@ from gpuplan.cli.common import (
     QuietOption,
     SkipBadLinesOption,
     call,
+    console,
     warn,
 )
 
@@ -72,9 +73,13 @@ def simulate(
     gpuplan simulate lublin_256.swf.gz --model slurm --backfill easy --json;
     gpuplan simulate openb_pod_list_default.csv.gz --model kubernetes --json
     """
+    from gpuplan.errors import InputError
     from gpuplan.inputs import InputOptions
     from gpuplan.simulate import SimulateRequest
     from gpuplan.simulate import simulate as run_simulation
+
+    if backfill is not None and model is Model.kubernetes:
+        call(_raise(InputError("applies to the slurm and hybrid models, not kubernetes", field="--backfill")))
 
     request = SimulateRequest(
         input=input,
@@ -88,17 +93,48 @@ def simulate(
     if json_output:
         sys.stdout.write(json.dumps(result.model_summary, indent=2) + "\n")
     elif not quiet:
-        print_summary(Console(), result.model_summary, result.files)
+        print_summary(console(), result.model_summary, result.files)
+
+
+def _raise(exc: Exception) -> Any:
+    def fail() -> None:
+        raise exc
+
+    return fail
 
 
 def _seconds(value: float | None) -> str:
     return "-" if value is None else f"{value:,.0f} s"
 
 
-def print_summary(console: Console, summary: dict[str, Any], files: list[Path]) -> None:
+def settings_lines(settings: dict[str, Any], indent: str = "  ") -> list[str]:
+    """The model's settings as short lines: scalars as ``name value``, a hybrid's split per pool and
+    each side's own settings; lists and nested tables are left to summary.json."""
+    scalars = [f"{key} {value}" for key, value in settings.items() if isinstance(value, str | int | float)]
+    lines = [indent + ", ".join(scalars)] if scalars else []
+    if isinstance(settings.get("split"), dict):
+        split = "; ".join(
+            f"{pool} {sides['slurm']} slurm / {sides['kubernetes']} kubernetes"
+            for pool, sides in settings["split"].items()
+        )
+        lines.append(f"{indent}split (nodes): {split}")
+    for workload, moved in settings.get("rerouted", {}).items():
+        lines.append(
+            f"{indent}rerouted: {moved['jobs']:,} job(s) of {workload} to {moved['to']} "
+            "(too large for the other side's part)"
+        )
+    for side in ("slurm", "kubernetes"):
+        if isinstance(settings.get(side), dict):
+            lines += [f"{indent}{side}: {line.strip()}" for line in settings_lines(settings[side])]
+    return lines
+
+
+def print_summary(out: Console, summary: dict[str, Any], files: list[Path]) -> None:
     jobs, wait = summary["jobs"], summary["wait_s"]
-    settings = ", ".join(f"{k}={v}" for k, v in summary["settings"].items())
-    table = Table(title=f"{summary['model']} ({settings})")
+    out.print(f"{summary['model']} settings (all of them in summary.json):")
+    for line in settings_lines(summary["settings"]):
+        out.print(line, soft_wrap=True)
+    table = Table(title=summary["model"])
     table.add_column("figure")
     table.add_column("value", justify="right")
     pools = ", ".join(
@@ -106,7 +142,10 @@ def print_summary(console: Console, summary: dict[str, Any], files: list[Path]) 
     )
     table.add_row("cluster (nodes x GPUs)", pools)
     table.add_row("jobs submitted / completed", f"{jobs['submitted']:,} / {jobs['completed']:,}")
-    table.add_row("killed at limit / rejected", f"{jobs['killed_at_limit']:,} / {jobs['rejected']:,}")
+    table.add_row("killed at limit", f"{jobs['killed_at_limit']:,}")
+    work = summary["work_not_done"]
+    for what in ("rejected", "unfinished"):
+        table.add_row(f"{what}: jobs / GPU-hours", f"{work[what]['jobs']:,} / {work[what]['gpu_hours']:,.0f}")
     preemption = summary["preemption"]
     if preemption["events"]:
         table.add_row(
@@ -130,5 +169,5 @@ def print_summary(console: Console, summary: dict[str, Any], files: list[Path]) 
     if summary["cost_usd"] is not None:
         table.add_row("cost (list prices)", f"${summary['cost_usd']:,.0f}")
     table.add_row("simulation time", f"{summary['timing_s']['simulate']:.3f} s")
-    console.print(table)
-    console.print("wrote " + ", ".join(str(f) for f in files), highlight=False)
+    out.print(table)
+    out.print("wrote " + ", ".join(str(f) for f in files), soft_wrap=True)

@@ -1,9 +1,10 @@
 """Building OUT/report.html and OUT/report.md from a results directory.
 
-``rebuild`` is ``gpuplan report RESULTS_DIR``: it reads the saved files, finds the scenario (or trace)
-that summary.json's ``input`` names, uses recommendation.json when present and otherwise computes it
-(and saves it). ``build_report`` is the same with the input already loaded, for commands that have just
-simulated it (``recommend``).
+``rebuild`` is ``gpuplan report RESULTS_DIR``: it checks the directory's manifest (every file it reads
+must be one the run wrote), finds the scenario (or trace) that summary.json's ``input`` names and
+checks it is the file the run read, uses recommendation.json when the run wrote it and otherwise
+computes it (and saves it), then records the reports in the manifest. ``build_report`` is the same
+with the input already loaded, for commands that have just simulated it (``recommend``).
 """
 
 from __future__ import annotations
@@ -19,9 +20,10 @@ from gpuplan.advisor.recommendation import Recommendation
 from gpuplan.errors import InputError
 from gpuplan.inputs import Input, InputOptions, is_scenario, load_input
 from gpuplan.report import render
-from gpuplan.report.context import ReportInputs, build_sections, title_of
+from gpuplan.report.context import ReportInputs, build_sections, input_shown, title_of
 from gpuplan.report.results import read_results, read_summary
-from gpuplan.results.files import prepare_out
+from gpuplan.results import manifest
+from gpuplan.results.files import RESULT_FILES, prepare_out
 
 
 @dataclass
@@ -58,12 +60,21 @@ def _trace_options(summary: dict[str, Any], info: dict[str, Any]) -> InputOption
 
 
 def find_input(
-    summary: dict[str, Any], directory: Path, scenario: Path | None
+    summary: dict[str, Any],
+    directory: Path,
+    scenario: Path | None,
+    inputs: dict[str, str] | None = None,
 ) -> tuple[Input | None, list[str]]:
     """The loaded input of the results: ``scenario`` when given (errors are the user's), else the file
-    summary.json names (a missing or unreadable one is a warning: the report goes on without it)."""
+    summary.json names (a missing or unreadable one is a warning: the report goes on without it).
+    ``inputs`` (the manifest's input files and their SHA-256) tell a file changed since the run: an
+    error for the file summary.json names, a warning for one given with ``--scenario``."""
     if scenario is not None:
-        return load_input(scenario), []
+        loaded = load_input(scenario)
+        recorded = (inputs or {}).get(str(scenario))
+        if recorded is not None and manifest.sha256(scenario) != recorded:
+            return loaded, [f"{scenario} is not the file the run read (it changed since): as you asked"]
+        return loaded, []
     path, info = _echoed_input(summary, directory)
     if path is None:
         named = info.get("path")
@@ -72,22 +83,19 @@ def find_input(
                 "summary.json names no input: the report has no workload figures or scenario answers"
             ]
         return None, [f"input {named} (named in summary.json) not found: give it with --scenario FILE"]
+    recorded = (inputs or {}).get(str(info["path"]))
+    if recorded is not None and manifest.sha256(path) != recorded:
+        raise InputError(
+            "changed since the run that wrote the results (its SHA-256 differs from manifest.json's): "
+            "run the command again, or give the file the run read with --scenario",
+            path=path,
+        )
     try:
         options = InputOptions() if is_scenario(path) else _trace_options(summary, info)
         loaded = load_input(path, options)
     except InputError as exc:
         return None, [f"input named in summary.json could not be read ({exc}): the report goes on without it"]
-    warnings = []
-    echoed_name = info.get("scenario")
-    if (
-        loaded.scenario is not None
-        and echoed_name is not None
-        and loaded.scenario.scenario.name != echoed_name
-    ):
-        warnings.append(
-            f"{path} is now scenario {loaded.scenario.scenario.name!r}, the results are of {echoed_name!r}"
-        )
-    return loaded, warnings
+    return loaded, []
 
 
 def build_report(
@@ -98,10 +106,12 @@ def build_report(
     recommendation: Recommendation | None = None,
     criteria: Criteria | None = None,
     warnings: list[str] | None = None,
+    saved_recommendation: bool = True,
 ) -> ReportResult:
-    """report.html and report.md in ``out`` (default: ``directory``) from the results in ``directory``."""
+    """report.html and report.md in ``out`` (default: ``directory``) from the results in ``directory``
+    (and its recommendation.json when ``saved_recommendation``)."""
     began = time.perf_counter()
-    results = read_results(directory)
+    results = read_results(directory, with_recommendation=saved_recommendation)
     out = out or directory
     prepare_out(out)
     criteria = criteria or load_criteria()
@@ -130,9 +140,9 @@ def build_report(
         scenario=loaded.scenario if loaded is not None else None,
         services=loaded.workload.services if loaded is not None else (),
     )
-    info = results.summary.get("input")
-    input_path = str(info["path"]) if isinstance(info, dict) and "path" in info else None
-    files = render.write(out, title_of(inputs), input_path, build_sections(inputs)) + files
+    # the header names the scenario and its file as given (the bundled example by name, not its
+    # install path)
+    files = render.write(out, title_of(inputs), input_shown(results.summary), build_sections(inputs)) + files
     return ReportResult(
         files=files,
         recommendation=recommendation,
@@ -149,11 +159,29 @@ def rebuild(
     place of the packaged one, for an organisation that weighs things its own way)."""
     if not directory.is_dir():
         raise InputError("not a results directory", path=directory)
+    checked = manifest.check(directory, RESULT_FILES)
     summary = read_summary(directory / "summary.json")
-    loaded, warnings = find_input(summary, directory, scenario)
-    return build_report(
-        directory, out=out, loaded=loaded, criteria=load_criteria(criteria), warnings=warnings
+    loaded, warnings = find_input(summary, directory, scenario, checked.run.inputs)
+    saved = manifest.matches(directory, checked, RECOMMENDATION_FILE)
+    if not saved and (directory / RECOMMENDATION_FILE).exists():
+        warnings.append(
+            f"{directory / RECOMMENDATION_FILE} is not from the run that wrote the results: computed again"
+        )
+    if checked.run.partial:
+        missing = ", ".join(checked.run.partial.get("missing_models", []))
+        warnings.append(f"a partial result (the run was interrupted): no figures for {missing}")
+    result = build_report(
+        directory,
+        out=out,
+        loaded=loaded,
+        criteria=load_criteria(criteria),
+        warnings=warnings,
+        saved_recommendation=saved,
     )
+    target = out or directory
+    kept = [directory / name for name in checked.files] if target == directory else []
+    manifest.finish(target, checked.run, [*kept, *result.files])
+    return result
 
 
 __all__ = ["RECOMMENDATION_FILE", "ReportResult", "build_report", "find_input", "rebuild"]

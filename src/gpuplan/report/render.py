@@ -13,6 +13,7 @@ from markupsafe import Markup
 
 from gpuplan import __version__
 from gpuplan.report.context import Section, Table
+from gpuplan.results.files import write_text
 
 HTML_TEMPLATE = "report.html.j2"
 MD_TEMPLATE = "report.md.j2"
@@ -69,7 +70,4 @@ def render(title: str, input_path: str | None, sections: list[Section]) -> tuple
 
 def write(out: Path, title: str, input_path: str | None, sections: list[Section]) -> list[Path]:
     page, text = render(title, input_path, sections)
-    paths = [out / "report.html", out / "report.md"]
-    paths[0].write_text(page, encoding="utf-8")
-    paths[1].write_text(text, encoding="utf-8")
-    return paths
+    return [write_text(out / "report.html", page), write_text(out / "report.md", text)]

@@ -104,8 +104,9 @@ def read_recommendation(path: Path) -> Recommendation | None:
         raise InputError(f"not a recommendation file of this gpuplan version ({detail})", path=path) from None
 
 
-def read_results(directory: Path) -> Results:
-    """The results saved in ``directory`` (``simulate``/``compare``/``recommend`` ``--out``)."""
+def read_results(directory: Path, *, with_recommendation: bool = True) -> Results:
+    """The results saved in ``directory`` (``simulate``/``compare``/``recommend`` ``--out``), and
+    its recommendation.json when ``with_recommendation``."""
     if not directory.is_dir():
         raise InputError("not a results directory", path=directory)
     return Results(
@@ -113,5 +114,7 @@ def read_results(directory: Path) -> Results:
         summary=read_summary(directory / "summary.json"),
         jobs=read_table(directory / "jobs.parquet", JOB_COLUMNS, ("state", "end_s", "gpus")),
         timeline=read_table(directory / "timeline.parquet", TIMELINE_COLUMNS, ("nodes_up",)),
-        recommendation=read_recommendation(directory / "recommendation.json"),
+        recommendation=(
+            read_recommendation(directory / "recommendation.json") if with_recommendation else None
+        ),
     )

@@ -1,8 +1,16 @@
-"""Result files in OUT/: summary.json, jobs.parquet and timeline.parquet (DESIGN.md "Results")."""
+"""Result files in OUT/: summary.json, jobs.parquet and timeline.parquet (DESIGN.md "Results").
+
+Every file is written whole or not at all: to a temporary name in the same directory, flushed to
+disk, then renamed over the old one (``atomic_write``), so a run killed while writing leaves the
+previous file or the new one, never a truncated one. ``gpuplan.results.manifest`` records which
+files one run wrote.
+"""
 
 from __future__ import annotations
 
 import json
+import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +20,9 @@ import pyarrow.parquet as pq
 
 from gpuplan.errors import InputError
 from gpuplan.sim.outcome import JOB_STATES, ModelRun
+
+# the files every simulating command writes (report reads them)
+RESULT_FILES = ("summary.json", "jobs.parquet", "timeline.parquet")
 
 
 def _constant(value: str, rows: int) -> pa.DictionaryArray:
@@ -88,17 +99,46 @@ def prepare_out(out: Path) -> None:
         ) from None
 
 
-def write_tables(out: Path, runs: list[ModelRun]) -> list[Path]:
-    """Write jobs.parquet and timeline.parquet for ``runs``; returns their paths."""
+def atomic_write(path: Path, write: Callable[[Path], object]) -> Path:
+    """``write(temporary)`` then rename the temporary file to ``path``: readers (and a later run) see
+    the old file or the whole new one. The temporary file is removed if ``write`` fails."""
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        write(temporary)
+        with temporary.open("rb+") as written:
+            os.fsync(written.fileno())
+        os.replace(temporary, path)
+    except OSError as exc:
+        temporary.unlink(missing_ok=True)
+        raise InputError(f"cannot write: {exc.strerror or exc}", path=path) from None
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
+    return path
+
+
+def write_text(path: Path, text: str) -> Path:
+    return atomic_write(path, lambda temporary: temporary.write_text(text, encoding="utf-8"))
+
+
+def write_json(path: Path, data: Any) -> Path:
+    return write_text(path, json.dumps(data, indent=2, allow_nan=False) + "\n")
+
+
+def write_parquet(path: Path, table: pa.Table) -> Path:
+    return atomic_write(path, lambda temporary: pq.write_table(table, temporary))
+
+
+def write_tables(out: Path, jobs: list[pa.Table], timelines: list[pa.Table]) -> list[Path]:
+    """Write jobs.parquet and timeline.parquet, each the rows of every model (``jobs_table`` and
+    ``timeline_table`` of each run); returns their paths."""
     prepare_out(out)
-    paths = [out / "jobs.parquet", out / "timeline.parquet"]
-    pq.write_table(pa.concat_tables([jobs_table(run) for run in runs]), paths[0])
-    pq.write_table(pa.concat_tables([timeline_table(run) for run in runs]), paths[1])
-    return paths
+    return [
+        write_parquet(out / "jobs.parquet", pa.concat_tables(jobs, promote_options="default")),
+        write_parquet(out / "timeline.parquet", pa.concat_tables(timelines, promote_options="default")),
+    ]
 
 
 def write_summary(out: Path, summary: dict[str, Any]) -> Path:
     prepare_out(out)
-    path = out / "summary.json"
-    path.write_text(json.dumps(summary, indent=2, allow_nan=False) + "\n")
-    return path
+    return write_json(out / "summary.json", summary)
