@@ -14,7 +14,16 @@ from gpuplan.advisor import advise
 from gpuplan.cli import app
 from gpuplan.errors import InputError
 from gpuplan.inputs import load_input
-from gpuplan.scenario.init import QUESTIONS, Answers, check_answers, scenario_text, write_scenario
+from gpuplan.scenario.init import (
+    ANSWERS_DOC,
+    QUESTIONS,
+    Answers,
+    answers_reference,
+    check_answers,
+    read_answers,
+    scenario_text,
+    write_scenario,
+)
 from gpuplan.scenario.load import load_scenario
 
 runner = CliRunner()
@@ -22,6 +31,7 @@ runner = CliRunner()
 
 def written(tmp_path: Path, **answers: Any) -> Any:
     """The scenario written for ``answers``, loaded back with the scenario loader."""
+    tmp_path.mkdir(parents=True, exist_ok=True)
     path = tmp_path / "scenario.yaml"
     return write_scenario(check_answers(answers), path, overwrite=True).scenario
 
@@ -112,7 +122,7 @@ def test_answers_file_through_the_cli(tmp_path: Path) -> None:
 
     answers.write_text("services: [")
     broken = runner.invoke(app, ["init", "--answers", str(answers), "--out", str(tmp_path / "x.yaml")])
-    assert broken.exit_code == 2 and "answers.json" in broken.stderr and "not valid YAML" in broken.stderr
+    assert broken.exit_code == 2 and "answers.json:1:" in broken.stderr and "YAML syntax" in broken.stderr
 
 
 def test_interactive_questionnaire(tmp_path: Path) -> None:
@@ -164,3 +174,55 @@ def test_answers_move_the_advisors_reading(tmp_path: Path) -> None:
         estimates[label]["slurm"] = rec.models[0].static_score
     assert max(estimates["research"], key=estimates["research"].__getitem__) == "slurm"
     assert max(estimates["product"], key=estimates["product"].__getitem__) == "kubernetes"
+
+
+def test_an_unknown_answer_key_lists_the_valid_keys_with_its_line(tmp_path: Path) -> None:
+    answers = tmp_path / "answers.yaml"
+    answers.write_text("services: 1\nkubernetes_skill: high\n")
+    with pytest.raises(InputError) as raised:
+        read_answers(answers)
+    error = raised.value
+    assert (error.path, error.line, error.field) == (str(answers), 2, "kubernetes_skill")
+    assert "did you mean 'kubernetes_skills'?" in error.message
+    assert all(key in error.message for key in Answers.model_fields), error.message
+    # with no close match, the list alone
+    with pytest.raises(InputError, match="The questions are: name, horizon") as raised:
+        check_answers({"zzz": 1}, "answers.yaml")
+    assert "did you mean" not in raised.value.message
+
+
+def test_a_bad_answer_value_names_its_line(tmp_path: Path) -> None:
+    answers = tmp_path / "answers.json"
+    answers.write_text('{\n  "services": 1,\n  "training_jobs_per_day": NaN\n}\n')
+    result = runner.invoke(app, ["init", "--answers", str(answers), "--out", str(tmp_path / "x.yaml")])
+    assert result.exit_code == 2
+    assert f"{answers}:3: training_jobs_per_day:" in " ".join(result.stderr.split()), result.stderr
+
+
+def test_an_answers_file_is_read_with_the_bounded_loader(tmp_path: Path) -> None:
+    answers = tmp_path / "answers.yaml"
+    lines = ['a0: &a0 ["x","x","x","x","x","x","x","x","x","x"]']
+    lines += [f"a{i}: &a{i} [" + ",".join([f"*a{i - 1}"] * 10) + "]" for i in range(1, 9)]
+    answers.write_text("\n".join(lines) + "\n")
+    with pytest.raises(InputError, match="values once aliases are expanded") as raised:
+        read_answers(answers)
+    assert raised.value.line == 5  # a4, on line 5, stands for 111,111 values
+
+
+def test_the_answer_keys_are_documented() -> None:
+    """docs/init-answers.md is generated from Answers and QUESTIONS; regenerate it when they change:
+    python -m gpuplan.scenario.init > docs/init-answers.md"""
+    doc = (Path(__file__).resolve().parents[1] / ANSWERS_DOC).read_text()
+    assert doc == answers_reference(), "docs/init-answers.md is stale: python -m gpuplan.scenario.init"
+    for key in Answers.model_fields:
+        assert f"| `{key}` |" in doc
+
+
+def test_init_does_not_create_a_missing_directory(tmp_path: Path) -> None:
+    out = tmp_path / "missing" / "dir" / "x.yaml"
+    with pytest.raises(InputError, match="does not exist") as raised:
+        write_scenario(check_answers({}), out)
+    assert raised.value.path == str(out) and str(out.parent) in raised.value.message
+    assert not (tmp_path / "missing").exists()
+    result = runner.invoke(app, ["init", "--out", str(out)], input="\n" * len(QUESTIONS))
+    assert result.exit_code == 2 and not (tmp_path / "missing").exists()

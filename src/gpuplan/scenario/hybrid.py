@@ -8,7 +8,7 @@ from pydantic import Field, model_validator
 from pydantic_core import PydanticCustomError
 
 from gpuplan.scenario.section import Section
-from gpuplan.scenario.units import Duration
+from gpuplan.scenario.units import MAX_SIZE_NODES, Duration
 
 Side = Literal["slurm", "kubernetes"]
 
@@ -21,6 +21,14 @@ class RoutingRule(Section):
     workload: str | None = None
     multi_node: bool | None = Field(None, description="jobs of more than one node (MPI over RDMA)")
     to: Side
+
+    def matches(self, kind: str, team: str, workload: str, multi_node: bool) -> bool:
+        return (
+            self.kind in (None, kind)
+            and self.team in (None, team)
+            and self.workload in (None, workload)
+            and self.multi_node in (None, multi_node)
+        )
 
     @model_validator(mode="after")
     def _matches_something(self) -> RoutingRule:
@@ -38,13 +46,15 @@ class Lending(Section):
     (``move_time``), and the same move time applies on its way back."""
 
     policy: Literal["none", "kubernetes_borrows"] = "none"
-    max_nodes: int | None = Field(None, ge=0, description="nodes of each pool Slurm may lend (default: all)")
+    max_nodes: int | None = Field(
+        None, ge=0, le=MAX_SIZE_NODES, description="nodes of each pool Slurm may lend (default: all)"
+    )
     grace_time: Duration = Field(300.0, description="before a draining node's jobs are requeued")
     move_time: Duration = Field(300.0, description="reconfigure a node and join the other side")
 
 
 class HybridSettings(Section):
-    split: dict[str, Annotated[int, Field(ge=0)]] = Field(
+    split: dict[str, Annotated[int, Field(ge=0, le=MAX_SIZE_NODES)]] = Field(
         default_factory=dict,
         description="nodes of each pool given to Slurm, the rest to Kubernetes (default: proposed from the "
         "workload's peak service GPUs and batch GPU-hours)",
@@ -54,3 +64,11 @@ class HybridSettings(Section):
         description="rules before the defaults (services and pipelines to Kubernetes, other jobs to Slurm)",
     )
     lending: Lending = Lending()
+
+    def side_of(self, kind: str, team: str, workload: str, multi_node: bool) -> tuple[Side, bool]:
+        """Where work goes, and whether a rule sent it (else the defaults: services and pipelines to
+        Kubernetes, other jobs to Slurm)."""
+        for rule in self.routing:
+            if rule.matches(kind, team, workload, multi_node):
+                return rule.to, True
+        return ("kubernetes" if kind in ("service", "pipeline") else "slurm"), False

@@ -17,39 +17,41 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from gpuplan.errors import InputError
 from gpuplan.scenario.load import LoadedScenario, load_scenario
 from gpuplan.scenario.shapes import get_shape, load_catalogue
-from gpuplan.scenario.units import parse_duration
+from gpuplan.scenario.source import Located, load_yaml
+from gpuplan.scenario.units import format_number, parse_duration
 
 LEVELS = ("unknown", "none", "low", "medium", "high")
+# Jobs a day of one kind: 100,000 a day is over a million a fortnight, far past any GPU cluster's.
+MAX_JOBS_PER_DAY = 100_000.0
 
 
 class Answers(BaseModel):
     """The questionnaire's answers; every field has a default, so an answers file may give only some."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
-    name: str = Field("gpu-platform", min_length=1)
+    name: str = Field("gpu-platform", min_length=1, max_length=200)
     horizon: str = "14d"
     training_shape: str = "BM.GPU.H100.8"
     training_nodes: int = Field(8, ge=1, le=10_000)
-    price_per_gpu_hour: float = Field(0.0, ge=0)  # 0: unknown, no cost figures
+    price_per_gpu_hour: float = Field(0.0, ge=0, le=1000)  # 0: unknown, no cost figures
     research_teams: int = Field(2, ge=0, le=50)
-    training_jobs_per_day: float = Field(6.0, ge=0)
+    training_jobs_per_day: float = Field(6.0, ge=0, le=MAX_JOBS_PER_DAY)
     multi_node_percent: float = Field(30.0, ge=0, le=100)
-    training_hours: float = Field(6.0, gt=0)
-    small_jobs_per_day: float = Field(30.0, ge=0)
-    notebooks_per_day: float = Field(0.0, ge=0)
-    pipelines_per_day: float = Field(0.0, ge=0)
+    training_hours: float = Field(6.0, ge=0.01, le=8760)  # 36 seconds (written as 1m) to a year
+    small_jobs_per_day: float = Field(30.0, ge=0, le=MAX_JOBS_PER_DAY)
+    notebooks_per_day: float = Field(0.0, ge=0, le=MAX_JOBS_PER_DAY)
+    pipelines_per_day: float = Field(0.0, ge=0, le=MAX_JOBS_PER_DAY)
     services: int = Field(0, ge=0, le=50)
     inference_shape: str = "BM.GPU.A10.4"
     inference_nodes: int = Field(4, ge=1, le=10_000)
-    peak_requests_per_s: float = Field(100.0, gt=0)
-    throughput_per_replica: float = Field(10.0, gt=0)
+    peak_requests_per_s: float = Field(100.0, gt=0, le=1e6)
+    throughput_per_replica: float = Field(10.0, ge=0.01, le=1e6)
     kubernetes_skills: Literal["unknown", "none", "low", "medium", "high"] = "unknown"
     containerised: Literal["unknown", "none", "some", "most", "all"] = "unknown"
     existing_slurm_scripts: Literal["unknown", "none", "low", "medium", "high"] = "unknown"
@@ -164,20 +166,115 @@ QUESTIONS: tuple[Question, ...] = (
 )
 
 
-def check_answers(raw: Mapping[str, Any], source: str = "answers") -> Answers:
-    """Answers from a mapping; an unknown key or a bad value names the key (and file)."""
-    known = set(Answers.model_fields)
+ANSWERS_DOC = "docs/init-answers.md"
+_CONDITIONS: dict[Callable[[Mapping[str, Any]], bool], str] = {
+    _with_services: "services > 0",
+    _with_research: "research_teams > 0",
+}
+
+
+def _allowed(key: str) -> str:
+    """The answers a question accepts, from its field in Answers."""
+    info = Answers.model_fields[key]
+    if key in ("training_shape", "inference_shape"):
+        return "an OCI GPU shape of the catalogue (src/gpuplan/scenario/data/oci_shapes.yaml)"
+    if key in ("horizon", "p95_wait"):
+        extra = " or `none`" if key == "p95_wait" else ""
+        return f"a duration with its unit: `90s`, `30m`, `6h`, `14d`, `2w`{extra}"
+    choices = typing.get_args(info.annotation)
+    if choices:
+        return ", ".join(f"`{choice}`" for choice in choices)
+    bounds = []
+    for constraint in info.metadata:
+        for attribute, sign in (("ge", "≥"), ("gt", ">"), ("le", "≤"), ("lt", "<")):
+            value = getattr(constraint, attribute, None)
+            if value is not None:
+                bounds.append(f"{sign} {value:g}")
+        if getattr(constraint, "max_length", None) is not None:
+            least = next((c.min_length for c in info.metadata if getattr(c, "min_length", None)), 0)
+            bounds.append(f"{least} to {constraint.max_length} characters")
+    return ", ".join(bounds) or "any"
+
+
+def _kind(key: str) -> str:
+    annotation = Answers.model_fields[key].annotation
+    if key in ("horizon", "p95_wait"):
+        return "duration"
+    if key in ("training_shape", "inference_shape"):
+        return "OCI shape"
+    if typing.get_args(annotation):
+        return "choice"
+    if annotation is int:
+        return "whole number"
+    return "number" if annotation is float else "text"
+
+
+def answers_reference() -> str:
+    """The Markdown reference of every answer key (``docs/init-answers.md`` is this text; a test keeps
+    them equal). Regenerate with ``python -m gpuplan.scenario.init > docs/init-answers.md``."""
+    lines = [
+        "# `gpuplan init --answers`: the answer keys",
+        "",
+        "<!-- generated from gpuplan.scenario.init.Answers and QUESTIONS by",
+        "     `python -m gpuplan.scenario.init > docs/init-answers.md`; tests/test_init.py checks it -->",
+        "",
+        "`gpuplan init --answers FILE` reads a YAML or JSON mapping of question key to answer and asks",
+        "nothing; a key left out takes its default, an unknown key is an error that lists these keys.",
+        "Questions marked *only when* are asked interactively only then (their answers are still read",
+        "from a file). Example:",
+        "",
+        "```yaml",
+        "name: vision-lab",
+        "horizon: 30d",
+        "training_nodes: 16",
+        "research_teams: 3",
+        "services: 1",
+        "kubernetes_skills: medium",
+        "```",
+        "",
+        "| key | type | default | allowed | meaning |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    for question in QUESTIONS:
+        default = question.default()
+        shown = f"{default:g}" if isinstance(default, float) else str(default)
+        meaning = question.text
+        if question.when is not None:
+            meaning += f" (only when {_CONDITIONS[question.when]})"
+        if question.key in ORGANISATION:
+            meaning += "; `unknown`: not answered, the advisor's criteria on it count nothing"
+        lines.append(
+            f"| `{question.key}` | {_kind(question.key)} | `{shown}` | {_allowed(question.key)} | {meaning} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def check_answers(raw: Mapping[str, Any], source: str = "answers", located: Located | None = None) -> Answers:
+    """Answers from a mapping; an unknown key or a bad value names the key (and the file, and the line
+    when ``located`` says where the answers were read)."""
+    known = list(Answers.model_fields)
+
+    def line(key: str) -> int | None:
+        return None if located is None else located.line_of((key,))
+
     for key in raw:
         if key not in known:
-            close = difflib.get_close_matches(str(key), sorted(known), n=1)
-            hint = f"; did you mean {close[0]!r}?" if close else ""
-            raise InputError(f"unknown question {key!r}{hint}", path=source, field=str(key))
+            close = difflib.get_close_matches(str(key), known, n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else "."
+            raise InputError(
+                f"unknown question {str(key)!r}{hint} The questions are: {', '.join(known)} "
+                f"(each is described in {ANSWERS_DOC})",
+                path=source,
+                line=line(str(key)),
+                field=str(key),
+            )
     try:
         return Answers.model_validate(dict(raw))
     except ValidationError as exc:
         error = exc.errors()[0]
         field = ".".join(str(part) for part in error["loc"])
-        raise InputError(error["msg"], path=source, field=field or None) from None
+        key = str(error["loc"][0]) if error["loc"] else ""
+        raise InputError(error["msg"], path=source, line=line(key), field=field or None) from None
 
 
 def answer_problem(key: str, value: Any) -> str | None:
@@ -190,18 +287,11 @@ def answer_problem(key: str, value: Any) -> str | None:
 
 
 def read_answers(path: Path) -> Answers:
-    """Answers from a YAML or JSON file (JSON is YAML)."""
-    try:
-        raw = yaml.safe_load(path.read_text())
-    except OSError as exc:
-        raise InputError(f"cannot read the answers: {exc.strerror}", path=path) from None
-    except yaml.YAMLError as exc:
-        raise InputError(f"not valid YAML or JSON: {exc}", path=path) from None
-    if raw is None:
-        raw = {}
-    if not isinstance(raw, dict):
-        raise InputError("answers are a mapping of question: answer", path=path)
-    return check_answers(raw, str(path))
+    """Answers from a YAML or JSON file (JSON is YAML), read by the scenario files' bounded loader."""
+    located = load_yaml(path)  # errors name the file and line ("YAML syntax: ...")
+    if not isinstance(located.data, dict):
+        raise InputError("answers are a mapping of question: answer", path=path, line=1)
+    return check_answers(located.data, str(path), located)
 
 
 # ---- writing ---------------------------------------------------------------------------------
@@ -213,11 +303,13 @@ def _q(text: str) -> str:
 
 
 def _rate(per_day: float) -> str:
-    return f"{per_day:.4g}/day"
+    return f"{format_number(float(f'{per_day:.4g}'))}/day"
 
 
 def _hours(hours: float) -> str:
-    return f"{hours * 60:.0f}m" if hours < 1 else f"{hours:.4g}h"
+    if hours < 1:
+        return f"{max(1, round(hours * 60))}m"
+    return f"{format_number(float(f'{hours:.4g}'))}h"
 
 
 def _training_sizes(percent: float, nodes: int, gpus: int) -> dict[str, float]:
@@ -405,10 +497,16 @@ def write_scenario(answers: Answers, path: Path, *, overwrite: bool = False) -> 
     """Write the scenario for ``answers`` to ``path`` and load it back (it must validate)."""
     if path.exists() and not overwrite:
         raise InputError("exists already (give --force to replace it)", path=path)
+    if not path.parent.is_dir():
+        # a mistyped directory must not be created silently
+        raise InputError(f"the directory {path.parent} does not exist (create it first)", path=path)
     text = scenario_text(answers)
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
     except OSError as exc:
         raise InputError(f"cannot write: {exc.strerror}", path=path) from None
     return load_scenario(path)
+
+
+if __name__ == "__main__":
+    print(answers_reference(), end="")

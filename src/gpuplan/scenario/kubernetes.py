@@ -20,13 +20,19 @@ them when it runs, naming file, line and field).
 from __future__ import annotations
 
 import difflib
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 from pydantic_core import PydanticCustomError
 
 from gpuplan.scenario.section import Section
-from gpuplan.scenario.units import Duration
+from gpuplan.scenario.units import MAX_SIZE_NODES, Duration
+
+# Bounds of figures beyond any cluster (a typo, not a setting); Kubernetes' own int32 fields keep theirs.
+MAX_GPUS = 10_000_000.0
+MAX_WEIGHT = 1_000_000.0
+INT32_MAX = 2_147_483_647
+MAX_REPLICAS = 100_000  # of one Deployment: Kubernetes' scalability limit is 150,000 pods a cluster
 
 
 class FlavorQuota(Section):
@@ -36,12 +42,17 @@ class FlavorQuota(Section):
     ``default-flavor``, a flavor without nodeLabels whose workloads' pods may go to any pool."""
 
     name: str = Field(description="ResourceFlavor: a pool name, or default-flavor (any pool)")
-    nominalQuota: float = Field(ge=0, description="GPUs guaranteed to this ClusterQueue")
+    nominalQuota: float = Field(
+        ge=0, le=MAX_GPUS, description="GPUs guaranteed to this ClusterQueue (at most 10,000,000)"
+    )
     borrowingLimit: float | None = Field(
-        None, ge=0, description="most GPUs it may borrow from its cohort (null: unlimited)"
+        None, ge=0, le=MAX_GPUS, description="most GPUs it may borrow from its cohort (null: unlimited)"
     )
     lendingLimit: float | None = Field(
-        None, ge=0, description="most of its unused nominal quota it lends to the cohort (null: all)"
+        None,
+        ge=0,
+        le=MAX_GPUS,
+        description="most of its unused nominal quota it lends to the cohort (null: all)",
     )
 
 
@@ -49,7 +60,9 @@ class BorrowWithinCohort(Section):
     """``preemption.borrowWithinCohort``: may a workload that must borrow preempt in the cohort."""
 
     policy: Literal["Never", "LowerPriority"] = "Never"
-    maxPriorityThreshold: int | None = Field(None, description="only workloads at or below this priority")
+    maxPriorityThreshold: int | None = Field(
+        None, ge=-INT32_MAX - 1, le=INT32_MAX, description="only workloads at or below this priority (int32)"
+    )
 
 
 class Preemption(Section):
@@ -61,7 +74,9 @@ class Preemption(Section):
 
 
 class FairSharingWeight(Section):
-    weight: float = Field(1.0, ge=0, description="ClusterQueue.spec.fairSharing.weight")
+    weight: float = Field(
+        1.0, ge=0, le=MAX_WEIGHT, description="ClusterQueue.spec.fairSharing.weight (at most 1,000,000)"
+    )
 
 
 class ClusterQueue(Section):
@@ -112,16 +127,24 @@ class FairSharing(Section):
 
 class RequeuingStrategy(Section):
     timestamp: Literal["Eviction", "Creation"] = "Eviction"
-    backoffLimitCount: int | None = Field(None, ge=0, description="null: requeue for ever")
-    backoffBaseSeconds: float = Field(60, ge=0)
-    backoffMaxSeconds: float = Field(3600, ge=0)
+    backoffLimitCount: int | None = Field(
+        None, ge=0, le=INT32_MAX, description="null: requeue for ever (int32)"
+    )
+    backoffBaseSeconds: float = Field(
+        60, ge=0, le=INT32_MAX, description="seconds of the first requeue back-off (Kueue: int32)"
+    )
+    backoffMaxSeconds: float = Field(
+        3600, ge=0, le=INT32_MAX, description="seconds: the longest requeue back-off (Kueue: int32)"
+    )
 
 
 class WaitForPodsReady(Section):
     """Kueue Configuration ``waitForPodsReady``: all-or-nothing admission with a timeout."""
 
     enable: bool = False
-    timeout: Duration = Field(1800.0, description="evict and requeue when pods are not all ready by then")
+    timeout: Duration = Field(
+        1800.0, gt=0, description="evict and requeue when pods are not all ready by then"
+    )
     blockAdmission: bool = False
     requeuingStrategy: RequeuingStrategy = RequeuingStrategy()
 
@@ -142,7 +165,7 @@ class Kueue(Section):
 
 class ScoringResource(Section):
     name: Literal["cpu", "memory", "nvidia.com/gpu"]
-    weight: int = Field(1, ge=1)
+    weight: int = Field(1, ge=1, le=100, description="1 to 100, as KubeSchedulerConfiguration allows")
 
 
 class Scheduler(Section):
@@ -158,7 +181,11 @@ class Scheduler(Section):
 
 class PriorityClass(Section):
     name: str
-    value: int
+    value: int = Field(
+        ge=-INT32_MAX - 1,
+        le=1_000_000_000,
+        description="PriorityClass value: int32, at most 1,000,000,000 (higher values are the system's)",
+    )
 
 
 class Priorities(Section):
@@ -183,7 +210,7 @@ class Hpa(Section):
     """HorizontalPodAutoscaler of each inference Deployment (targets requests/s per ready replica)."""
 
     targetUtilization: float = Field(0.7, gt=0, le=1, description="target requests/s over replica capacity")
-    tolerance: float = Field(0.1, ge=0, description="--horizontal-pod-autoscaler-tolerance")
+    tolerance: float = Field(0.1, ge=0, le=1, description="--horizontal-pod-autoscaler-tolerance (0 to 1)")
     syncPeriod: Duration = Field(15.0, gt=0, description="--horizontal-pod-autoscaler-sync-period")
     scaleUpStabilizationWindow: Duration = Field(
         0.0, description="behavior.scaleUp.stabilizationWindowSeconds"
@@ -192,8 +219,9 @@ class Hpa(Section):
         300.0, description="behavior.scaleDown.stabilizationWindowSeconds"
     )
     coldStart: Duration = Field(180.0, description="image pull + model load before a new replica serves")
-    maxReplicas: dict[str, int] = Field(
-        default_factory=dict, description="per service: override the workload's replicas.max"
+    maxReplicas: dict[str, Annotated[int, Field(ge=1, le=MAX_REPLICAS)]] = Field(
+        default_factory=dict,
+        description="per service: override the workload's replicas.max (1 to 100,000)",
     )
 
 
@@ -201,8 +229,13 @@ class NodePool(Section):
     """An OKE node pool's autoscaling bounds (cluster autoscaler node group)."""
 
     pool: str
-    minNodes: int | None = Field(None, ge=0, description="default: the pool's nodes")
-    maxNodes: int | None = Field(None, ge=0, description="default: the pool's nodes (no autoscaling)")
+    minNodes: int | None = Field(None, ge=0, le=MAX_SIZE_NODES, description="default: the pool's nodes")
+    maxNodes: int | None = Field(
+        None,
+        ge=0,
+        le=MAX_SIZE_NODES,
+        description="default: the pool's nodes (no autoscaling); at most 100,000",
+    )
     provisionDelay: Duration = Field(600.0, description="launch to Ready; bare-metal GPU nodes take minutes")
 
     @model_validator(mode="after")

@@ -4,7 +4,8 @@
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable
+import itertools
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -12,13 +13,29 @@ from typing import Any
 from pydantic import ValidationError
 
 from gpuplan.errors import InputError
+from gpuplan.scenario.hybrid import HybridSettings
 from gpuplan.scenario.kubernetes import kubernetes_problems
-from gpuplan.scenario.model import BatchWorkload, PoolSpec, Scenario, ServiceWorkload, TraceWorkload
+from gpuplan.scenario.model import (
+    Arrival,
+    BatchWorkload,
+    Empirical,
+    PoolSpec,
+    Scenario,
+    ServiceWorkload,
+    TraceWorkload,
+)
 from gpuplan.scenario.source import Loc, Located, load_yaml
+from gpuplan.scenario.units import format_duration, format_rate
 
 # Tags pydantic puts in error locations for tagged unions; they are not keys of the file.
 _UNION_TAGS = {"batch", "service", "trace", "lognormal", "empirical"}
 MAX_ERRORS = 20
+
+# Synthesised jobs: past WARN_JOBS `validate` warns (8.5 million jobs took 2.2 GB); past MAX_JOBS (some
+# 26 GB) the scenario is refused, as no simulation of it could finish in memory.
+WARN_JOBS = 2_000_000
+MAX_JOBS = 100_000_000
+YEAR_S = 365 * 86400.0
 
 
 @dataclass(frozen=True)
@@ -79,6 +96,11 @@ class LoadedScenario:
     path: Path
     pools: list[ResolvedPool]
     warnings: list[str] = field(default_factory=list)
+    source: Located | None = None  # the file's lines, for errors found after loading
+
+    def line_of(self, loc: Loc) -> int | None:
+        """The line of a field of the file (or of its nearest ancestor); None when unknown."""
+        return None if self.source is None else self.source.line_of(loc)
 
     def resolve(self, relative: Path) -> Path:
         """A path written in the scenario, relative to the scenario file."""
@@ -145,6 +167,106 @@ def _resolve_pool(
     )
 
 
+def expected_arrivals(arrival: Arrival, horizon_s: float) -> float:
+    """The mean number of arrivals in [0, horizon): ``rate`` times the horizon, with each burst's extra
+    load (the daily and weekly profiles average 1, so they leave the mean as it is)."""
+    edges = sorted(
+        {0.0, horizon_s}
+        | {min(max(edge, 0.0), horizon_s) for b in arrival.bursts for edge in (b.start, b.start + b.duration)}
+    )
+    total = 0.0
+    for start, end in itertools.pairwise(edges):
+        factor = 1.0
+        for burst in arrival.bursts:
+            if burst.start <= start and end <= burst.start + burst.duration:
+                factor *= burst.factor
+        total += arrival.rate * factor * (end - start)
+    return total
+
+
+def _volume(scenario: Scenario, located: Located, problems: list[Problem], warnings: list[str]) -> None:
+    """Warn when the scenario would synthesise millions of jobs or span more than a year; refuse it when
+    no simulation of it could hold its jobs in memory."""
+    path = located.path
+    if scenario.horizon > YEAR_S:
+        loc: Loc = ("horizon",)
+        warnings.append(
+            str(
+                InputError(
+                    f"{format_duration(scenario.horizon)} runs past a year: simulations will be slow "
+                    "and memory-hungry",
+                    path=path,
+                    line=located.line_of(loc),
+                    field="horizon",
+                )
+            )
+        )
+    batch = [
+        (index, workload, expected_arrivals(workload.arrival, scenario.horizon))
+        for index, workload in enumerate(scenario.workloads)
+        if isinstance(workload, BatchWorkload)
+    ]
+    if not batch:
+        return
+    jobs = sum(count for _, _, count in batch)
+    index, largest, _ = max(batch, key=lambda item: item[2])
+    loc = ("workloads", index, "arrival", "rate")
+    line = located.line_of(loc)
+    bursts = " with its bursts" if largest.arrival.bursts else ""
+    figure = (
+        f"about {jobs:,.0f} jobs would be synthesised (workloads[{index}] {largest.name}: "
+        f"{format_rate(largest.arrival.rate)} over {format_duration(scenario.horizon)}{bursts})"
+    )
+    if jobs > MAX_JOBS:
+        problems.append(
+            Problem(line, "workloads", f"{figure}: more than {MAX_JOBS:,} cannot be simulated in memory")
+        )
+    elif jobs > WARN_JOBS:
+        warnings.append(
+            str(
+                InputError(
+                    f"{figure}: simulations will be slow and memory-hungry",
+                    path=path,
+                    line=line,
+                    field="workloads",
+                )
+            )
+        )
+
+
+def _check_trace(
+    located: Located, at: Loc, path: Path, format: str | None, problem: Callable[[Loc, str], None]
+) -> None:
+    """A trace file exists and its format is known: given (with a did-you-mean), or told from its
+    name or header as ``simulate`` will tell it."""
+    # the readers (NumPy, pyarrow) are imported only for a scenario that names a trace
+    from gpuplan.workload.readers import READERS, detect_format
+
+    formats = list(READERS)
+    if format is not None and format not in formats:
+        close = difflib.get_close_matches(format, formats, n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        problem((*at, "format"), f"unknown trace format {format!r} (known: {', '.join(formats)}){hint}")
+        return
+    resolved = _resolve(located, path)
+    if not resolved.is_file():
+        problem((*at, _path_key(at)), f"no such file: {resolved}")
+        return
+    if format is None:
+        try:
+            detect_format(resolved)
+        except InputError as exc:
+            why = exc.message.split(";")[0]  # "cannot tell the trace format from ..."
+            problem(
+                (*at, _path_key(at)),
+                f"{resolved.name}: {why}; give its format ({', '.join(formats)})",
+            )
+
+
+def _path_key(at: Loc) -> str:
+    return "trace" if at[-1] == "duration" else "path"
+
+
 def _check_references(
     scenario: Scenario, located: Located
 ) -> tuple[list[ResolvedPool], list[Problem], list[str]]:
@@ -153,6 +275,11 @@ def _check_references(
 
     def problem(loc: Loc, message: str) -> None:
         problems.append(Problem(located.line_of(loc), field_path(loc), message))
+
+    def warning(loc: Loc, message: str) -> None:
+        warnings.append(
+            str(InputError(message, path=located.path, line=located.line_of(loc), field=field_path(loc)))
+        )
 
     def known(loc: Loc, name: str, names: list[str], what: str) -> bool:
         if name in names:
@@ -247,16 +374,34 @@ def _check_references(
                 if not any(nodes <= pool.nodes and gpus <= pool.gpus_per_node for pool in candidates):
                     where = f"pool {pool_name!r}" if pool_name else "any pool"
                     problem((*at, "size"), f"a {nodes}x{gpus} job does not fit {where}")
+                elif pool_name in hybrid.split and pool_name in by_name:
+                    message = _split_problem(hybrid, workload, nodes, by_name[pool_name])
+                    if message:
+                        problem(("models", "hybrid", "split", pool_name), message)
             if workload.multi_node and not any(pool.rdma for pool in candidates):
-                warnings.append(
-                    f"workloads[{index}] ({workload.name}): multi-node jobs on a pool without RDMA"
-                )
+                warning((*at, "size"), f"{workload.name}: multi-node jobs on a pool without RDMA")
             for b, burst in enumerate(workload.arrival.bursts):
                 if burst.start >= scenario.horizon:
                     problem((*at, "arrival", "bursts", b, "start"), "the burst starts after the horizon")
+            if isinstance(workload.duration, Empirical):
+                empirical = workload.duration
+                _check_trace(located, (*at, "duration"), empirical.trace, empirical.format, problem)
         elif isinstance(workload, ServiceWorkload):
             if not any(workload.gpus_per_replica <= pool.gpus_per_node for pool in candidates):
                 problem((*at, "gpus_per_replica"), "no pool has that many GPUs per node")
+            max_nodes = {p.pool: p.maxNodes or 0 for p in scenario.models.kubernetes.nodePools}
+            room = sum(
+                max(pool.nodes, max_nodes.get(pool.name, 0))
+                * (pool.gpus_per_node // workload.gpus_per_replica)
+                for pool in candidates
+            )
+            replicas = scenario.models.kubernetes.hpa.maxReplicas.get(workload.name, workload.replicas.max)
+            if 0 < room < replicas:
+                warning(
+                    (*at, "replicas", "max"),
+                    f"{workload.name}: {replicas:,} replicas of {workload.gpus_per_replica} GPU(s) can never "
+                    f"all run: the pools hold {room:,}; the others stay pending (and slow the simulation)",
+                )
             if (
                 workload.demand.csv is not None
                 and not (path := _resolve(located, workload.demand.csv)).is_file()
@@ -264,8 +409,7 @@ def _check_references(
                 problem((*at, "demand", "csv"), f"no such file: {path}")
         else:
             spec = workload.trace
-            if not (path := _resolve(located, spec.path)).is_file():
-                problem((*at, "trace", "path"), f"no such file: {path}")
+            _check_trace(located, (*at, "trace"), spec.path, spec.format, problem)
             if spec.team is not None:
                 known((*at, "trace", "team"), spec.team, team_names, "team")
             for key, team in (spec.team_map or {}).items():
@@ -273,7 +417,24 @@ def _check_references(
     services = [w.name for w in scenario.workloads if isinstance(w, ServiceWorkload)]
     for loc, message in kubernetes_problems(scenario.models.kubernetes, team_names, pool_names, services):
         problem(loc, message)
+    _volume(scenario, located, problems, warnings)
     return resolved, problems, warnings
+
+
+def _split_problem(hybrid: HybridSettings, workload: BatchWorkload, nodes: int, pool: ResolvedPool) -> str:
+    """Why the given split of ``pool`` cannot hold ``workload``'s jobs of ``nodes`` nodes ("" if it
+    can): they are routed to a side whose part is smaller, by a rule, or by the defaults with the
+    other side too small as well (gpuplan.sim.hybrid moves default-routed jobs where they fit)."""
+    side, by_rule = hybrid.side_of(workload.kind, workload.team, workload.name, nodes > 1)
+    part = {"slurm": hybrid.split[pool.name], "kubernetes": pool.nodes - hybrid.split[pool.name]}
+    other = "kubernetes" if side == "slurm" else "slurm"
+    if nodes <= part[side] or (not by_rule and nodes <= part[other]):
+        return ""
+    return (
+        f"the split gives {side} {part[side]} node(s) of pool {pool.name!r}, but workload "
+        f"{workload.name!r} routed to {side} has {nodes}-node jobs; give {side} more nodes or route the "
+        "workload elsewhere (models.hybrid.routing)"
+    )
 
 
 def _resolve(located: Located, path: Path) -> Path:
@@ -300,4 +461,4 @@ def load_scenario(path: Path | str, text: str | None = None) -> LoadedScenario:
     pools, problems, warnings = _check_references(scenario, located)
     if problems:
         raise ScenarioError(path, problems)
-    return LoadedScenario(scenario=scenario, path=path, pools=pools, warnings=warnings)
+    return LoadedScenario(scenario=scenario, path=path, pools=pools, warnings=warnings, source=located)

@@ -19,10 +19,35 @@ from pydantic_core import PydanticCustomError
 from gpuplan.scenario.hybrid import HybridSettings
 from gpuplan.scenario.kubernetes import KubernetesSettings
 from gpuplan.scenario.section import Section
-from gpuplan.scenario.units import Duration, Rate, SizeMix, parse_size
+from gpuplan.scenario.units import (
+    MAX_DURATION_S,
+    MAX_SIZE_GPUS_PER_NODE,
+    MAX_SIZE_NODES,
+    Duration,
+    Rate,
+    SizeMix,
+    parse_size,
+)
 
 Level = Literal["none", "low", "medium", "high"]
 PreemptMode = Literal["off", "cancel", "requeue", "suspend"]
+
+# Upper bounds of figures beyond any machine or organisation, so that a typo (an extra three zeros,
+# 1e308) is an error naming its line rather than a simulation that runs out of memory. Each field's
+# description states its bound.
+MAX_NODES = MAX_SIZE_NODES  # nodes of a pool: the largest GPU clusters have some 25,000 nodes
+MAX_GPUS_PER_NODE = MAX_SIZE_GPUS_PER_NODE  # a GB200 NVL72 rack has 72 GPUs
+MAX_CPUS_PER_NODE = 4096
+MAX_MEMORY_GB = 65536.0  # 64 TiB
+MAX_PRICE_PER_GPU_HOUR = 1000.0  # USD; list prices are 1-15
+MAX_USERS = 100_000
+MAX_SHARE = 1_000_000.0
+MAX_FACTOR = 1000.0  # rate multipliers, ratios: peak_to_trough, burst factor, over_request
+MAX_SIGMA = 10.0  # of a log: e^10 is a factor of 22,000 at one sigma
+MAX_REQUESTS_PER_S = 1e9
+MAX_GPUS = 10_000_000  # GPU counts of limits and quotas
+MAX_REPLICAS = 100_000  # of one Deployment: Kubernetes' scalability limit is 150,000 pods a cluster
+UINT32_MAX = 4_294_967_295  # Slurm's priority weights and QOS priority are 32-bit unsigned
 
 
 # ---- cluster -----------------------------------------------------------------------------------
@@ -33,16 +58,28 @@ class PoolSpec(Section):
 
     name: str = Field(pattern=r"^[a-z0-9]([a-z0-9-]*[a-z0-9])?$", description="lower-case DNS-style name")
     shape: str | None = Field(None, description="OCI shape, e.g. BM.GPU.H100.8 (see the catalogue)")
-    nodes: int = Field(ge=1, description="nodes in the pool")
-    gpus_per_node: int | None = Field(None, ge=1, description="required for a custom node (no shape)")
+    nodes: int = Field(ge=1, le=MAX_NODES, description=f"nodes in the pool (at most {MAX_NODES:,})")
+    gpus_per_node: int | None = Field(
+        None,
+        ge=1,
+        le=MAX_GPUS_PER_NODE,
+        description=f"required for a custom node (no shape); at most {MAX_GPUS_PER_NODE}",
+    )
     gpu_model: str | None = None
-    cpus_per_node: int | None = Field(None, ge=1)
-    memory_gb: float | None = Field(None, gt=0)
+    cpus_per_node: int | None = Field(
+        None, ge=1, le=MAX_CPUS_PER_NODE, description=f"CPU cores per node (at most {MAX_CPUS_PER_NODE})"
+    )
+    memory_gb: float | None = Field(
+        None, gt=0, le=MAX_MEMORY_GB, description=f"memory per node, GB (at most {MAX_MEMORY_GB:g})"
+    )
     rdma: bool | None = Field(
         None, description="on an RDMA cluster network (default: the shape's capability)"
     )
     price_per_gpu_hour: float | None = Field(
-        None, ge=0, description="USD; overrides the catalogue's list price"
+        None,
+        ge=0,
+        le=MAX_PRICE_PER_GPU_HOUR,
+        description=f"USD; overrides the catalogue's list price (at most {MAX_PRICE_PER_GPU_HOUR:g})",
     )
 
     @model_validator(mode="after")
@@ -65,9 +102,18 @@ class Team(Section):
         "researcher"
     )
     share: float = Field(
-        1.0, gt=0, description="fair-share weight (Slurm Fairshare, Kueue fair-sharing weight)"
+        1.0,
+        gt=0,
+        le=MAX_SHARE,
+        description="fair-share weight (Slurm Fairshare, Kueue fair-sharing weight); "
+        f"at most {MAX_SHARE:,.0f}",
     )
-    users: int = Field(4, ge=1, description="people submitting jobs (per-user limits apply to each)")
+    users: int = Field(
+        4,
+        ge=1,
+        le=MAX_USERS,
+        description=f"people submitting jobs (per-user limits apply to each); at most {MAX_USERS:,}",
+    )
 
 
 # ---- batch workloads ---------------------------------------------------------------------------
@@ -77,11 +123,21 @@ class Diurnal(Section):
     """Arrivals follow the working day: a cosine peaking at ``peak_hour`` (local time)."""
 
     peak_hour: float = Field(14.0, ge=0, lt=24)
-    peak_to_trough: float = Field(3.0, ge=1, description="rate at the peak over rate at the trough")
+    peak_to_trough: float = Field(
+        3.0,
+        ge=1,
+        le=MAX_FACTOR,
+        description=f"rate at the peak over rate at the trough (at most {MAX_FACTOR:g})",
+    )
 
 
 class Weekly(Section):
-    weekend_factor: float = Field(0.4, ge=0, description="Saturday and Sunday rate relative to weekdays")
+    weekend_factor: float = Field(
+        0.4,
+        ge=0,
+        le=MAX_FACTOR,
+        description=f"Saturday and Sunday rate relative to weekdays (at most {MAX_FACTOR:g})",
+    )
 
 
 class Burst(Section):
@@ -89,8 +145,8 @@ class Burst(Section):
 
     name: str = "burst"
     start: Duration = Field(description="from the scenario start")
-    duration: Duration
-    factor: float = Field(gt=0)
+    duration: Duration = Field(gt=0)
+    factor: float = Field(gt=0, le=MAX_FACTOR, description=f"rate multiplier (at most {MAX_FACTOR:g})")
 
 
 class Arrival(Section):
@@ -105,17 +161,25 @@ class Arrival(Section):
 class LogNormal(Section):
     """Run times drawn from a lognormal with this median and sigma (of the log)."""
 
-    median: Duration
-    sigma: float = Field(1.0, ge=0)
-    max: Duration | None = None
+    median: Duration = Field(gt=0)
+    sigma: float = Field(
+        1.0, ge=0, le=MAX_SIGMA, description=f"standard deviation of the log (at most {MAX_SIGMA:g})"
+    )
+    max: Duration | None = Field(None, gt=0, description="cap of the run times")
 
 
 class Empirical(Section):
     """Run times resampled from a trace's jobs."""
 
     trace: Path
-    format: str | None = Field(None, description="trace format (default: from the file name)")
-    scale: float = Field(1.0, gt=0)
+    format: str | None = Field(
+        None,
+        description="trace format: swf, sacct, philly, chronus, helios, acme, alibaba, kubectl "
+        "(default: told from the file name or header)",
+    )
+    scale: float = Field(
+        1.0, gt=0, le=MAX_FACTOR, description=f"run times are multiplied by this (at most {MAX_FACTOR:g})"
+    )
 
 
 def _duration_kind(data: Any) -> str:
@@ -137,10 +201,19 @@ class TimeLimit(Section):
     Users over-request: a median ratio of 2-5 is common in HPC logs; a ratio below 1 for some jobs
     means they hit their limit and are killed (Slurm ``TIMEOUT``)."""
 
-    over_request: float = Field(2.0, gt=0, description="median ratio of time limit to run time")
-    sigma: float = Field(0.5, ge=0)
-    round_to: Duration | None = Field(None, description="limits are rounded up to a multiple of this")
-    max: Duration | None = Field(None, description="cap, e.g. the partition's MaxTime")
+    over_request: float = Field(
+        2.0,
+        gt=0,
+        le=MAX_FACTOR,
+        description=f"median ratio of time limit to run time (at most {MAX_FACTOR:g})",
+    )
+    sigma: float = Field(
+        0.5, ge=0, le=MAX_SIGMA, description=f"standard deviation of the log (at most {MAX_SIGMA:g})"
+    )
+    round_to: Duration | None = Field(
+        None, ge=1, description="limits are rounded up to a multiple of this (at least 1s)"
+    )
+    max: Duration | None = Field(None, gt=0, description="cap, e.g. the partition's MaxTime")
 
 
 class BatchWorkload(Section):
@@ -155,7 +228,7 @@ class BatchWorkload(Section):
     duration: DurationDistribution
     time_limit: TimeLimit = TimeLimit()
     mpi: bool | None = Field(None, description="multi-node jobs over RDMA (default: when a size has >1 node)")
-    checkpoint_interval: Duration | None = None
+    checkpoint_interval: Duration | None = Field(None, gt=0, description="a job checkpoints this often")
     qos: str = Field("normal", description="Slurm QoS of the jobs (models.slurm.qos)")
     partition: str | None = Field(
         None, description="Slurm partition of the jobs (models.slurm.partitions; default: the pool's first)"
@@ -186,11 +259,17 @@ class Demand(Section):
     """Requests per second over time: a daily cosine between ``trough`` and ``peak``, optionally
     quieter at weekends, or a CSV of ``time_s,requests_per_s`` (repeated to fill the horizon)."""
 
-    peak: float | None = Field(None, ge=0, description="requests/s at the busiest hour")
-    trough: float | None = Field(None, ge=0, description="requests/s at the quietest hour")
+    peak: float | None = Field(
+        None, ge=0, le=MAX_REQUESTS_PER_S, description="requests/s at the busiest hour (at most 1e9)"
+    )
+    trough: float | None = Field(
+        None, ge=0, le=MAX_REQUESTS_PER_S, description="requests/s at the quietest hour (at most 1e9)"
+    )
     peak_hour: float = Field(14.0, ge=0, lt=24)
     weekly: Weekly | None = None
-    noise: float = Field(0.0, ge=0, description="relative standard deviation of 5-minute noise")
+    noise: float = Field(
+        0.0, ge=0, le=10, description="relative standard deviation of 5-minute noise (at most 10)"
+    )
     csv: Path | None = None
 
     @model_validator(mode="after")
@@ -207,8 +286,8 @@ class Demand(Section):
 
 
 class Replicas(Section):
-    min: int = Field(1, ge=0)
-    max: int = Field(ge=1)
+    min: int = Field(1, ge=0, le=MAX_REPLICAS, description=f"at most {MAX_REPLICAS:,}")
+    max: int = Field(ge=1, le=MAX_REPLICAS, description=f"at most {MAX_REPLICAS:,}")
 
     @model_validator(mode="after")
     def _bounds(self) -> Replicas:
@@ -226,8 +305,13 @@ class ServiceWorkload(Section):
     kind: Literal["service"]
     team: str
     pool: str | None = None
-    gpus_per_replica: int = Field(1, ge=1)
-    throughput_per_replica: float = Field(gt=0, description="requests/s one replica serves within the SLO")
+    gpus_per_replica: int = Field(1, ge=1, le=MAX_GPUS_PER_NODE)
+    throughput_per_replica: float = Field(
+        ge=1e-6,
+        le=MAX_REQUESTS_PER_S,
+        description="requests/s one replica serves within the SLO (1e-6 to 1e9: demand over it must "
+        "stay a finite number of replicas)",
+    )
     replicas: Replicas
     demand: Demand
     slo_target: float = Field(0.99, gt=0, le=1, description="share of time demand must be served")
@@ -237,21 +321,33 @@ class ServiceWorkload(Section):
 
 
 class Window(Section):
-    start: Duration = 0.0
-    end: Duration | None = None
+    start: Duration = Field(
+        0.0, description="jobs submitted before this (from the trace's start) are left out"
+    )
+    end: Duration | None = Field(None, gt=0, description="jobs submitted from this on are left out")
 
 
 class TraceSpec(Section):
     path: Path = Field(description="relative to the scenario file")
-    format: str | None = Field(None, description="swf, philly, chronus, helios (default: from the file name)")
+    format: str | None = Field(
+        None,
+        description="swf, sacct, philly, chronus, helios, acme, alibaba or kubectl "
+        "(default: told from the file name or header)",
+    )
     team: str | None = Field(None, description="every job goes to this team")
     team_map: dict[str, str] | None = Field(None, description="trace team (group, VC) -> scenario team")
     window: Window = Window()
     load_scale: float = Field(
-        1.0, gt=0, description="2 = arrivals twice as fast (inter-arrival times halved)"
+        1.0,
+        ge=1 / MAX_FACTOR,
+        le=MAX_FACTOR,
+        description="2 = arrivals twice as fast (inter-arrival times halved); 0.001 to 1000",
     )
     gpus_per_node: int | None = Field(
-        None, ge=1, description="grouping of GPUs into nodes (default: the pool's)"
+        None,
+        ge=1,
+        le=MAX_GPUS_PER_NODE,
+        description=f"grouping of GPUs into nodes (default: the pool's); at most {MAX_GPUS_PER_NODE}",
     )
     submitted_early: bool = Field(
         False,
@@ -311,11 +407,13 @@ class QosSpec(Section):
     """A Slurm QoS (sacctmgr add qos NAME ...): its priority and limits."""
 
     name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
-    priority: int = Field(0, ge=0, description="Priority, scaled by PriorityWeightQOS")
-    max_gpus_per_user: int | None = Field(None, ge=1, description="MaxTRESPerUser=gres/gpu=N")
-    max_jobs_per_user: int | None = Field(None, ge=1, description="MaxJobsPerUser")
-    grp_gpus: int | None = Field(None, ge=1, description="GrpTRES=gres/gpu=N")
-    max_wall: Duration | None = Field(None, description="MaxWall: longer time limits are refused")
+    priority: int = Field(
+        0, ge=0, le=UINT32_MAX, description="Priority, scaled by PriorityWeightQOS (32-bit unsigned)"
+    )
+    max_gpus_per_user: int | None = Field(None, ge=1, le=MAX_GPUS, description="MaxTRESPerUser=gres/gpu=N")
+    max_jobs_per_user: int | None = Field(None, ge=1, le=UINT32_MAX, description="MaxJobsPerUser")
+    grp_gpus: int | None = Field(None, ge=1, le=MAX_GPUS, description="GrpTRES=gres/gpu=N")
+    max_wall: Duration | None = Field(None, gt=0, description="MaxWall: longer time limits are refused")
     preempt: list[str] = Field(
         default_factory=list, description="Preempt: QoS whose jobs these may preempt (preempt_type: qos)"
     )
@@ -323,7 +421,9 @@ class QosSpec(Section):
         None, description="PreemptMode of its jobs (default: the cluster's)"
     )
     grace_time: Duration = Field(0.0, description="GraceTime: a preempted job keeps its nodes this long")
-    usage_factor: float = Field(1.0, ge=0, description="UsageFactor: its jobs' usage counts this much")
+    usage_factor: float = Field(
+        1.0, ge=0, le=MAX_FACTOR, description="UsageFactor: its jobs' usage counts this much (at most 1000)"
+    )
 
 
 class PartitionSpec(Section):
@@ -336,8 +436,10 @@ class PartitionSpec(Section):
         1, ge=0, le=65533, description="PriorityTier: higher tiers schedule and preempt first"
     )
     priority_job_factor: int = Field(1, ge=0, le=65533, description="PriorityJobFactor (partition factor)")
-    max_time: Duration | None = Field(None, description="MaxTime: longer time limits are refused")
-    default_time: Duration | None = Field(None, description="DefaultTime: the time limit of jobs without one")
+    max_time: Duration | None = Field(None, gt=0, description="MaxTime: longer time limits are refused")
+    default_time: Duration | None = Field(
+        None, gt=0, description="DefaultTime: the time limit of jobs without one"
+    )
     allow_accounts: list[str] | None = Field(
         None, description="AllowAccounts: teams that may submit (default: all)"
     )
@@ -354,7 +456,7 @@ class ReservationSpec(Section):
 
     name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
     pool: str
-    nodes: int = Field(ge=1, description="NodeCnt")
+    nodes: int = Field(ge=1, le=MAX_NODES, description="NodeCnt")
     start: Duration = Field(description="StartTime, from the scenario's start")
     duration: Duration = Field(gt=0, description="Duration")
     accounts: list[str] = Field(default_factory=list, description="Accounts (teams); none: maintenance")
@@ -366,7 +468,7 @@ class TopologySpec(Section):
     blocks; topology/block) or under leaf switches (topology/tree)."""
 
     plugin: Literal["block", "tree"] = "block"
-    nodes_per_block: int = Field(ge=1, description="nodes per block or leaf switch")
+    nodes_per_block: int = Field(ge=1, le=MAX_NODES, description="nodes per block or leaf switch")
     require: bool = Field(
         False, description="a multi-node job that fits one block waits for one (--segment / --switches=1)"
     )
@@ -391,10 +493,16 @@ class SlurmSettings(Section):
     priority_type: Literal["basic", "multifactor"] = Field(
         "basic", description="PriorityType: priority/basic (first come, first served) or priority/multifactor"
     )
-    priority_weight_age: float = Field(0, ge=0, description="PriorityWeightAge")
-    priority_weight_fairshare: float = Field(0, ge=0, description="PriorityWeightFairshare")
-    priority_weight_job_size: float = Field(0, ge=0, description="PriorityWeightJobSize")
-    priority_max_age: Duration = Field(7 * 86400.0, description="PriorityMaxAge")
+    priority_weight_age: float = Field(
+        0, ge=0, le=UINT32_MAX, description="PriorityWeightAge (32-bit unsigned in Slurm)"
+    )
+    priority_weight_fairshare: float = Field(
+        0, ge=0, le=UINT32_MAX, description="PriorityWeightFairshare (32-bit unsigned in Slurm)"
+    )
+    priority_weight_job_size: float = Field(
+        0, ge=0, le=UINT32_MAX, description="PriorityWeightJobSize (32-bit unsigned in Slurm)"
+    )
+    priority_max_age: Duration = Field(7 * 86400.0, gt=0, description="PriorityMaxAge")
     priority_decay_half_life: Duration = Field(7 * 86400.0, description="PriorityDecayHalfLife")
     priority_calc_period: Duration = Field(300.0, gt=0, description="PriorityCalcPeriod")
     priority_usage_reset_period: Literal["none", "daily", "weekly", "monthly", "quarterly", "yearly"] = Field(
@@ -403,13 +511,19 @@ class SlurmSettings(Section):
     fairshare: Literal["fair_tree", "classic"] = Field(
         "fair_tree", description="Fair Tree (Slurm's default) or classic (PriorityFlags=NO_FAIR_TREE)"
     )
-    priority_weight_qos: float = Field(0, ge=0, description="PriorityWeightQOS")
-    priority_weight_partition: float = Field(0, ge=0, description="PriorityWeightPartition")
+    priority_weight_qos: float = Field(
+        0, ge=0, le=UINT32_MAX, description="PriorityWeightQOS (32-bit unsigned in Slurm)"
+    )
+    priority_weight_partition: float = Field(
+        0, ge=0, le=UINT32_MAX, description="PriorityWeightPartition (32-bit unsigned in Slurm)"
+    )
     qos: list[QosSpec] = Field(default_factory=list, description="QoS besides 'normal' (or redefining it)")
     partitions: list[PartitionSpec] = Field(
         default_factory=list, description="partitions (default: one per pool, named after it)"
     )
-    over_time_limit: int = Field(0, ge=0, description="OverTimeLimit: minutes a job may run past its limit")
+    over_time_limit: int = Field(
+        0, ge=0, le=65533, description="OverTimeLimit: minutes a job may run past its limit (at most 65533)"
+    )
     select_type: Literal["cons_tres", "linear"] = Field(
         "cons_tres", description="SelectType: select/cons_tres (jobs take GPUs, share nodes) or select/linear"
     )
@@ -448,6 +562,8 @@ class SlurmSettings(Section):
     )
     controller_start: float = Field(
         0.0,
+        ge=-MAX_DURATION_S,
+        le=MAX_DURATION_S,
         description="seconds from the scenario's start at which slurmctld started (negative: before): "
         "priorities are recalculated every PriorityCalcPeriod and backfill runs every bf_interval from then",
     )
@@ -475,7 +591,7 @@ class Targets(Section):
     p95_wait: Duration | None = None
     slo_attainment: float | None = Field(None, gt=0, le=1)
     gpu_utilization: float | None = Field(None, gt=0, le=1)
-    budget_usd_per_month: float | None = Field(None, gt=0)
+    budget_usd_per_month: float | None = Field(None, gt=0, le=1e12, description="USD (at most 1e12)")
 
 
 class Scenario(Section):
@@ -483,8 +599,13 @@ class Scenario(Section):
 
     name: str
     description: str = ""
-    seed: int = 0
-    horizon: Duration = Field(30 * 86400.0, gt=0, description="span of synthesised arrivals")
+    seed: int = Field(0, ge=0, le=2**63 - 1, description="of the random streams: same seed, same jobs")
+    horizon: Duration = Field(
+        30 * 86400.0,
+        gt=0,
+        le=MAX_DURATION_S,
+        description="span of synthesised arrivals (at most 3650d; validate warns past 365d)",
+    )
     start: datetime = Field(
         datetime(2026, 1, 5), description="wall-clock time of t = 0 (a Monday by default), for daily profiles"
     )
