@@ -333,3 +333,20 @@ def test_missing_evidence_counts_nothing_and_says_why() -> None:
     assert "not answered" in rows["kubernetes-skills"].note
     assert rows["mpi-large-jobs"].note == "no workload figures"
     assert any("no organisation answers" in note for note in rec.notes)
+
+
+def test_a_criteria_file_is_read_with_bounds_and_line_numbers(tmp_path: Path) -> None:
+    packaged = Path(__file__).resolve().parents[1] / "src" / "gpuplan" / "advisor" / "criteria.yaml"
+    text = packaged.read_text()
+    bad = tmp_path / "criteria.yaml"
+    bad.write_text(text.replace("weight: 3.5", "weight: -3.5"))
+    line = text[: text.index("weight: 3.5")].count("\n") + 1
+    with pytest.raises(InputError, match=rf"criteria\.yaml:{line}: criteria\.\d+\.weight"):
+        load_criteria(bad)
+    bomb = tmp_path / "bomb.yaml"
+    rows = ["a: &a [1, 1, 1, 1, 1, 1, 1, 1, 1]"]
+    for name, alias in zip("bcdef", "abcde", strict=True):
+        rows.append(f"{name}: &{name} [{', '.join([f'*{alias}'] * 9)}]")
+    bomb.write_text("\n".join(rows) + "\n")
+    with pytest.raises(InputError, match=r"bomb\.yaml:\d+: more than"):
+        load_criteria(bomb)

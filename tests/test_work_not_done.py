@@ -106,10 +106,15 @@ def test_default_routing_sends_a_job_where_the_given_split_can_hold_it(tmp_path:
 def test_a_given_split_that_cannot_hold_a_routed_job_is_an_input_error(tmp_path: Path) -> None:
     models = "models:\n  hybrid:\n    split: {h100: 3}\n    routing: [{workload: nightly, to: kubernetes}]\n"
     path = scenario(tmp_path, models)
-    for command in (["simulate", str(path), "--model", "hybrid"], ["recommend", str(path)]):
-        code, _, err = invoke(*command, "--out", str(tmp_path / "out"))
+    line = (NIGHTLY + models).splitlines().index("    split: {h100: 3}") + 1
+    for command in (
+        ["validate", str(path)],
+        ["simulate", str(path), "--model", "hybrid", "--out", str(tmp_path / "out")],
+        ["recommend", str(path), "--out", str(tmp_path / "out")],
+    ):
+        code, _, err = invoke(*command)
         assert code == 2
-        assert "nightly.yaml" in err and "models.hybrid.split.h100" in err
+        assert f"nightly.yaml:{line}: models.hybrid.split.h100" in err
         assert "'nightly'" in err and "'h100'" in err and "2-node jobs" in err
         assert "Traceback" not in err
 

@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, Validatio
 
 from gpuplan.errors import InputError
 from gpuplan.scenario.model import Organisation, Targets
+from gpuplan.scenario.source import Located, load_yaml
 
 Unit = Literal["share", "seconds", "usd", "count", "ratio"]
 
@@ -187,26 +188,24 @@ DEFAULT_CRITERIA = "criteria.yaml"
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
-def parse_criteria(raw: Any, source: str) -> Criteria:
+def parse_criteria(raw: Any, source: str, located: Located | None = None) -> Criteria:
+    """Criteria from parsed YAML; an error names the field (and its line, with ``located``)."""
     try:
         return Criteria.model_validate(raw)
     except ValidationError as exc:
         error = exc.errors()[0]
         where = ".".join(str(part) for part in error["loc"])
-        raise InputError(error["msg"], path=source, field=where or None) from None
+        line = None if located is None else located.line_of(tuple(error["loc"]))
+        raise InputError(error["msg"], path=source, line=line, field=where or None) from None
 
 
 def load_criteria(path: Path | None = None) -> Criteria:
-    """The criteria file at ``path``, or the packaged one."""
+    """The criteria file at ``path`` (a user's file: read with the scenario loader's bounds and line
+    numbers), or the packaged one."""
     if path is None:
         return _packaged_criteria()
-    try:
-        raw = yaml.load(path.read_text(), Loader=_Loader)
-    except OSError as exc:
-        raise InputError(f"cannot read the criteria file: {exc.strerror}", path=path) from None
-    except yaml.YAMLError as exc:
-        raise InputError(f"not valid YAML: {exc}", path=path) from None
-    return parse_criteria(raw, str(path))
+    located = load_yaml(path)
+    return parse_criteria(located.data, str(path), located)
 
 
 @cache

@@ -84,16 +84,8 @@ def route_jobs_to_kubernetes(jobs: JobTable, rules: list[RoutingRule]) -> Bool:
     return route_jobs(jobs, rules)[0]
 
 
-def route_service_to_kubernetes(service: Service, rules: list[RoutingRule]) -> bool:
-    for rule in rules:
-        if (
-            rule.kind in (None, "service")
-            and rule.team in (None, service.team)
-            and rule.workload in (None, service.name)
-            and rule.multi_node in (None, False)
-        ):
-            return rule.to == "kubernetes"
-    return True
+def route_service_to_kubernetes(service: Service, settings: HybridSettings) -> bool:
+    return settings.side_of("service", service.team, service.name, False)[0] == "kubernetes"
 
 
 def _pool_of_jobs(jobs: JobTable, scenario: LoadedScenario) -> np.ndarray:
@@ -219,7 +211,7 @@ def check_split(
                     f"({int(too_big.sum())} job(s)); give {side} more nodes or route the workload "
                     "elsewhere (models.hybrid.routing)",
                     path=scenario.path,
-                    line=None,  # TODO(lead): the split's line once LoadedScenario keeps lines
+                    line=scenario.line_of(("models", "hybrid", "split", pool.name)),
                     field=f"models.hybrid.split.{pool.name}",
                 )
 
@@ -250,7 +242,7 @@ def run_hybrid(loaded: Input, request: Any, runners: dict[str, Callable[[Input, 
     jobs = loaded.workload.jobs
     to_kubernetes, by_rule = route_jobs(jobs, settings.routing)
     services = loaded.workload.services
-    services_to_kubernetes = [route_service_to_kubernetes(s, settings.routing) for s in services]
+    services_to_kubernetes = [route_service_to_kubernetes(s, settings) for s in services]
     lending = settings.lending
     size_for = "trough" if lending.policy == "kubernetes_borrows" else "peak"
 

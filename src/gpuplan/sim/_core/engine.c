@@ -860,7 +860,7 @@ static void evict_node(Sim *sim, int32_t node, double now) {
 int64_t gp_run(Sim *sim, SchedulePass pass, double *tl_time, int64_t *tl_busy_gpus,
                int32_t *tl_queued, int64_t tl_capacity) {
     int32_t next_arrival = 0;
-    int64_t rows = 0;
+    int64_t rows = 0, instants = 0;
     for (int32_t j = 0; j < sim->n_jobs; j++) sim->start[j] = NAN;
     /* a queued job may wait for a reservation to end with nothing running: go on while bounds remain;
      * or for the policy's own clock, while it says a wake-up may start one */
@@ -883,6 +883,17 @@ int64_t gp_run(Sim *sim, SchedulePass pass, double *tl_time, int64_t *tl_busy_gp
         if (sim->wake_at < now) now = sim->wake_at;
         if (now >= sim->wake_at) sim->wake_at = INFINITY; /* this instant serves the wake-up */
         sim->now = now;
+        /* Ctrl-C and SIGTERM reach Python only between bytecodes: look every few thousand
+         * instants, so a long run stops within a fraction of a second (KeyboardInterrupt) */
+        if ((++instants & GP_SIGNAL_CHECK_MASK) == 0) {
+            PyGILState_STATE gil = PyGILState_Ensure();
+            int signalled = PyErr_CheckSignals();
+            PyGILState_Release(gil);
+            if (signalled) {
+                sim->hook_error = 1;
+                return -3;
+            }
+        }
         /* 0. priorities: usage up to now, and the periodic recalculation when due */
         if (sim->prio_static && gp_priority_instant(sim, now) < 0) return sim->hook_error ? -3 : -1;
         /* 1. all ends at this instant (skipping events a preemption made stale) */

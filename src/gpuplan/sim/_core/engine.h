@@ -256,7 +256,7 @@ struct Sim {
 
     int out_of_memory;
     int policy_error; /* a pass started a job that did not fit */
-    int hook_error;   /* the fair-share hook raised */
+    int hook_error;   /* the fair-share hook raised, or a signal's handler did (Ctrl-C) */
 };
 
 /* priority.c: the queue's priority order */
@@ -314,6 +314,8 @@ void gp_sim_free(Sim *sim);
  * when the fair-share hook raised (its Python exception is set), or -4 when the timeline capacity
  * was too small.
  */
+/* gp_run looks for pending signals (Ctrl-C) every GP_SIGNAL_CHECK_MASK + 1 instants */
+#define GP_SIGNAL_CHECK_MASK 4095
 int64_t gp_run(Sim *sim, SchedulePass pass, double *tl_time, int64_t *tl_busy_gpus,
                int32_t *tl_queued, int64_t tl_capacity);
 

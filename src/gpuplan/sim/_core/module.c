@@ -371,7 +371,7 @@ static PyObject *simulate(PyObject *self, PyObject *args) {
     Py_BEGIN_ALLOW_THREADS
     rows = gp_run(&sim, policy->pass, a[9].view.buf, a[10].view.buf, a[11].view.buf, tl_cap);
     Py_END_ALLOW_THREADS
-    if (rows == -3) goto done; /* the hook's exception is set */
+    if (rows == -3) goto done; /* the hook's exception, or KeyboardInterrupt, is set */
     if (rows == -4) {
         PyErr_SetString(PyExc_RuntimeError, "timeline capacity too small");
         goto done;
