@@ -102,3 +102,25 @@ def test_no_job_runs_on_a_node_during_its_maintenance(submits: list[int], backfi
             continue
         for window_start in (50.0, 200.0, 350.0):
             assert end <= window_start or start >= window_start + 40.0, (start, end, hosts)
+
+
+@pytest.mark.parametrize("backfill", ["none", "easy", "slurm"])
+def test_preemption_never_starts_a_job_into_a_reservation(backfill: str) -> None:
+    """With preemption on, a job that does not fit because an advance reservation holds a node (and
+    no running job could make room) waits: the preemption path counted free nodes without the
+    reservation and started it into the window ("policy ... started a job that did not fit")."""
+    from gpuplan.sim.partitions import Partition
+
+    tiers = (Partition("high", "batch", priority_tier=2), Partition("low", "batch", priority_tier=1))
+    jobs = workload().job(submit=0, run=50, limit=50, nodes=1).job(submit=95, run=80, limit=80, nodes=2)
+    result = run(
+        jobs,
+        2,
+        MAINTENANCE,  # node1 from 100 to 150 s
+        backfill=backfill,
+        partitions=tiers,
+        preempt_type="partition_prio",
+        preempt_mode="requeue",
+        **MAIN_EVERY_SECOND,
+    )
+    assert starts(result)[2] >= 150.0  # after the window, not into it

@@ -784,9 +784,13 @@ int gp_try_preempt(Sim *sim, int32_t slot, double now, const uint64_t *allowed) 
     qsort(cand, (size_t)count, sizeof(Victim), victim_cmp);
     int32_t gpus = sim->gpn[job], nodes = sim->q_nodes[slot], taken = 0;
     gp_overlay_begin(sim);
-    if (allowed) /* a node it may not use stays short of GPUs whatever its victims free */
+    /* a node it may not use stays short of GPUs whatever its victims free: one outside `allowed`,
+     * or one an advance reservation holds during its run (as gp_fits_now would find) */
+    double until = now + sim->q_estimate[slot];
+    if (allowed || sim->n_windows)
         for (int32_t node = 0; node < sim->total_nodes; node++)
-            if (!(allowed[node >> 6] >> (node & 63) & 1))
+            if ((allowed && !(allowed[node >> 6] >> (node & 63) & 1)) ||
+                (sim->n_windows && gp_window_blocks_at(sim, node, job, now, until)))
                 gp_overlay_add(sim, node, -gp_overlay_free(sim, node) - sim->node_gpus - 1);
     while (taken < count && sim->ov_count[gpus] < nodes) gp_overlay_add_job(sim, cand[taken++].job, +1);
     if (sim->ov_count[gpus] < nodes) return 0;
