@@ -184,3 +184,15 @@ def assert_no_node_overcommitted(run: ModelRun, nodes: int, gpus_per_node: int) 
     for _, sign, node, gpus in sorted(events, key=lambda e: (e[0], e[1])):
         used[node] += sign * gpus
         assert used[node] <= gpus_per_node
+
+
+def gpuplan(*args: str, columns: int = 250) -> tuple[int, str, str]:
+    """``gpuplan ARGS`` in this process: (exit code, stdout, stderr). Anything but a clean exit, such as
+    an exception escaping a command, fails the test; tables are not wrapped (``columns``)."""
+    from typer.testing import CliRunner
+
+    from gpuplan.cli import app
+
+    result = CliRunner().invoke(app, list(args), env={"COLUMNS": str(columns)})
+    assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
+    return result.exit_code, result.stdout, result.stderr

@@ -6,15 +6,14 @@ import json
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
-from gpuplan.cli import app
 from gpuplan.cli.common import TRACE_FORMATS
 from gpuplan.workload.readers import READERS
 
+from builders import gpuplan
+
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
-runner = CliRunner()
 
 # Text that Rich would read as markup or emoji codes if it were not printed literally.
 HOSTILE = "[/x] [red]red[/red] :100: '^(*)?$' [bold]"
@@ -48,12 +47,6 @@ workloads:
 """
 
 
-def invoke(*args: str) -> tuple[int, str, str]:
-    result = runner.invoke(app, list(args), env={"COLUMNS": "250"})  # tables not wrapped
-    assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
-    return result.exit_code, result.stdout, result.stderr
-
-
 @pytest.fixture
 def hostile(tmp_path: Path) -> Path:
     path = tmp_path / "hostile.yaml"
@@ -62,12 +55,12 @@ def hostile(tmp_path: Path) -> Path:
 
 
 def test_markup_in_a_scenario_is_printed_as_written(hostile: Path, tmp_path: Path) -> None:
-    code, out, err = invoke("validate", str(hostile))
+    code, out, err = gpuplan("validate", str(hostile))
     assert code == 0 and HOSTILE in out, err
-    code, out, err = invoke("compare", str(hostile), "--out", str(tmp_path / "c"), "--processes", "1")
+    code, out, err = gpuplan("compare", str(hostile), "--out", str(tmp_path / "c"), "--processes", "1")
     assert code == 0, err
     assert f"{HOSTILE} service: SLO attainment" in out
-    code, out, err = invoke("recommend", str(hostile), "--out", str(tmp_path / "r"), "--processes", "1")
+    code, out, err = gpuplan("recommend", str(hostile), "--out", str(tmp_path / "r"), "--processes", "1")
     assert code in (0, 1), err
     assert "💯" not in out + err
 
@@ -75,7 +68,7 @@ def test_markup_in_a_scenario_is_printed_as_written(hostile: Path, tmp_path: Pat
 def test_markup_in_an_error_message_is_printed_as_written(tmp_path: Path) -> None:
     path = tmp_path / "bad.yaml"
     path.write_text(SCENARIO.format(name="x").replace("team: research\n    pool", "team: '[/x]'\n    pool"))
-    code, _, err = invoke("validate", str(path))
+    code, _, err = gpuplan("validate", str(path))
     assert code == 2 and "no team named '[/x]'" in err and "Traceback" not in err
 
 
@@ -86,13 +79,13 @@ def test_a_line_number_of_100_is_not_an_emoji(tmp_path: Path) -> None:
     lines.append("99,u0,one,5940,5940,6540,COMPLETED")
     path = tmp_path / "trace.csv"
     path.write_text("\n".join(lines) + "\n")
-    code, _, err = invoke("inspect", str(path), "--format", "helios", "--out", str(tmp_path / "o"))
+    code, _, err = gpuplan("inspect", str(path), "--format", "helios", "--out", str(tmp_path / "o"))
     assert code == 2 and "trace.csv:100" in err and "💯" not in err
 
 
 def test_format_help_lists_every_trace_format() -> None:
     assert set(TRACE_FORMATS) == set(READERS)
-    code, out, _ = invoke("simulate", "--help")
+    code, out, _ = gpuplan("simulate", "--help")
     assert code == 0
     flat = " ".join(out.split())
     for name in READERS:
@@ -100,20 +93,20 @@ def test_format_help_lists_every_trace_format() -> None:
 
 
 def test_backfill_with_the_kubernetes_model_is_an_error(tmp_path: Path) -> None:
-    code, _, err = invoke(
+    code, _, err = gpuplan(
         "simulate", str(EXAMPLES / "research-lab.yaml"), "--model", "kubernetes", "--backfill", "easy"
     )
     assert code == 2 and "--backfill" in err and "not kubernetes" in err
 
 
 def test_recommend_on_a_trace_says_what_to_do_instead(tmp_path: Path) -> None:
-    code, _, err = invoke("recommend", str(EXAMPLES / "lublin_256_first2000.swf.gz"), "--out", str(tmp_path))
+    code, _, err = gpuplan("recommend", str(EXAMPLES / "lublin_256_first2000.swf.gz"), "--out", str(tmp_path))
     assert code == 2
     assert "workloads[].trace" in err and "gpuplan init" in err and "gpuplan simulate TRACE" in err
 
 
 def test_simulate_prints_its_settings_as_lines_not_a_repr(tmp_path: Path) -> None:
-    code, out, _ = invoke("simulate", str(EXAMPLES / "research-lab.yaml"), "--out", str(tmp_path))
+    code, out, _ = gpuplan("simulate", str(EXAMPLES / "research-lab.yaml"), "--out", str(tmp_path))
     assert code == 0
     head = out.split("┏", 1)[0]
     assert "backfill easy, select_type cons_tres" in head and "{" not in head and "'" not in head
@@ -122,9 +115,9 @@ def test_simulate_prints_its_settings_as_lines_not_a_repr(tmp_path: Path) -> Non
 def test_report_exits_1_when_no_model_meets_the_targets(tmp_path: Path) -> None:
     path = tmp_path / "strict.yaml"
     path.write_text(SCENARIO.format(name="strict") + "targets:\n  p95_wait: 1s\n  gpu_utilization: 0.99\n")
-    code, _, _ = invoke("simulate", str(path), "--out", str(tmp_path / "out"))
+    code, _, _ = gpuplan("simulate", str(path), "--out", str(tmp_path / "out"))
     assert code == 0
-    code, out, _ = invoke("report", str(tmp_path / "out"))
+    code, out, _ = gpuplan("report", str(tmp_path / "out"))
     assert code == 1 and "no model meets targets" in out
     saved = json.loads((tmp_path / "out" / "recommendation.json").read_text())
     assert saved["decision"] == "no_model_meets_targets"
@@ -133,7 +126,7 @@ def test_report_exits_1_when_no_model_meets_the_targets(tmp_path: Path) -> None:
 def test_progress_goes_to_stderr_line_by_line_off_a_terminal(tmp_path: Path) -> None:
     path = tmp_path / "s.yaml"
     path.write_text(SCENARIO.format(name="s"))
-    code, _, err = invoke("recommend", str(path), "--out", str(tmp_path / "o"), "--processes", "1")
+    code, _, err = gpuplan("recommend", str(path), "--out", str(tmp_path / "o"), "--processes", "1")
     assert code in (0, 1)
     lines = err.splitlines()
     assert lines[0] == "simulating the models ..."
@@ -149,7 +142,7 @@ def test_progress_goes_to_stderr_line_by_line_off_a_terminal(tmp_path: Path) -> 
 def test_init_suggests_recommend(tmp_path: Path) -> None:
     answers = tmp_path / "answers.yaml"
     answers.write_text("name: lab\n")
-    code, out, err = invoke("init", "--answers", str(answers), "--out", str(tmp_path / "lab.yaml"))
+    code, out, err = gpuplan("init", "--answers", str(answers), "--out", str(tmp_path / "lab.yaml"))
     assert code == 0, err
     assert f"Next: gpuplan recommend {tmp_path / 'lab.yaml'}" in " ".join(out.split())
 
@@ -157,7 +150,7 @@ def test_init_suggests_recommend(tmp_path: Path) -> None:
 def test_pods_on_nodes_of_unknown_cpu_and_memory_are_run_with_a_warning(tmp_path: Path) -> None:
     pods = tmp_path / "pods.csv"  # alone: no node list beside it
     pods.write_text((ROOT / "tests" / "data" / "k8s_alibaba_pod_list_sample.csv").read_text())
-    code, out, err = invoke(
+    code, out, err = gpuplan(
         "simulate", str(pods), "--model", "kubernetes", "--json", "--out", str(tmp_path / "o")
     )
     assert code == 0
@@ -169,7 +162,7 @@ def test_pods_on_nodes_of_unknown_cpu_and_memory_are_run_with_a_warning(tmp_path
 def test_a_trace_sized_beyond_any_machine_needs_nodes(tmp_path: Path) -> None:
     trace = tmp_path / "huge.swf"
     trace.write_text("1 0 0 3600 2000000 -1 -1 2000000 7200 -1 1 1 1 1 1 -1 -1 -1\n")
-    code, _, err = invoke("simulate", str(trace), "--out", str(tmp_path / "o"))
+    code, _, err = gpuplan("simulate", str(trace), "--out", str(tmp_path / "o"))
     assert code == 2 and "huge.swf" in err and "more than any machine" in err and "--nodes" in err
-    code, _, err = invoke("simulate", str(trace), "--nodes", "2000000", "--out", str(tmp_path / "o"))
+    code, _, err = gpuplan("simulate", str(trace), "--nodes", "2000000", "--out", str(tmp_path / "o"))
     assert code == 2 and "--nodes" in err

@@ -13,17 +13,16 @@ import time
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
-from gpuplan.cli import app
 from gpuplan.compare import CompareRequest, compare
 from gpuplan.errors import InputError, Interrupted
 from gpuplan.results import manifest
 from gpuplan.results.files import atomic_write, write_text
 
+from builders import gpuplan
+
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
-runner = CliRunner()
 
 SMALL = """\
 name: {name}
@@ -48,12 +47,6 @@ def small(tmp_path: Path, name: str = "small") -> Path:
     path = tmp_path / f"{name}.yaml"
     path.write_text(SMALL.format(name=name))
     return path
-
-
-def invoke(*args: str) -> tuple[int, str, str]:
-    result = runner.invoke(app, list(args))
-    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
-    return result.exit_code, result.stdout, result.stderr
 
 
 # ---- atomic files -----------------------------------------------------------------------------
@@ -83,7 +76,7 @@ def test_an_unwritable_directory_is_an_input_error_naming_the_file(tmp_path: Pat
 def test_every_command_writes_a_manifest_of_its_files_last(tmp_path: Path) -> None:
     scenario = small(tmp_path)
     out = tmp_path / "out"
-    assert invoke("simulate", str(scenario), "--out", str(out), "-q")[0] == 0
+    assert gpuplan("simulate", str(scenario), "--out", str(out), "-q")[0] == 0
     written = manifest.read(out)
     assert written is not None and written.run.command == "simulate"
     assert written.run.scenario == "small" and written.run.models == ["slurm"]
@@ -103,11 +96,11 @@ def test_report_never_mixes_runs(tmp_path: Path) -> None:
     second run (the first run's recommendation and reports are gone), not a mix."""
     out = tmp_path / "out"
     first = small(tmp_path, "alpha-run")
-    assert invoke("recommend", str(first), "--out", str(out), "--processes", "1", "-q")[0] in (0, 1)
+    assert gpuplan("recommend", str(first), "--out", str(out), "--processes", "1", "-q")[0] in (0, 1)
     assert (out / "recommendation.json").exists() and (out / "report.html").exists()
-    assert invoke("simulate", str(small(tmp_path, "beta-run")), "--out", str(out), "-q")[0] == 0
+    assert gpuplan("simulate", str(small(tmp_path, "beta-run")), "--out", str(out), "-q")[0] == 0
     assert not (out / "recommendation.json").exists() and not (out / "report.html").exists()
-    code, _, _ = invoke("report", str(out))
+    code, _, _ = gpuplan("report", str(out))
     assert code in (0, 1)
     saved = json.loads((out / "recommendation.json").read_text())
     assert saved["scenario"] == "beta-run" and list(saved["scores"]) == ["slurm"]
@@ -119,26 +112,26 @@ def test_report_never_mixes_runs(tmp_path: Path) -> None:
 def test_report_refuses_files_the_manifest_does_not_vouch_for(tmp_path: Path) -> None:
     out = tmp_path / "out"
     scenario = small(tmp_path)
-    assert invoke("simulate", str(scenario), "--out", str(out), "-q")[0] == 0
+    assert gpuplan("simulate", str(scenario), "--out", str(out), "-q")[0] == 0
     jobs = (out / "jobs.parquet").read_bytes()
 
     (out / "jobs.parquet").write_bytes(jobs[:-10])  # a file of another run, or a truncated one
-    code, _, err = invoke("report", str(out))
+    code, _, err = gpuplan("report", str(out))
     assert code == 2 and "jobs.parquet" in err and "changed since the run" in err
     (out / "jobs.parquet").write_bytes(jobs)
 
     foreign = tmp_path / "foreign.json"
     foreign.write_text("{}")
     (out / "recommendation.json").write_text("{}")  # not in the manifest: ignored, computed again
-    code, _, err = invoke("report", str(out))
+    code, _, err = gpuplan("report", str(out))
     assert code in (0, 1) and "is not from the run that wrote the results" in err
 
     scenario.write_text(scenario.read_text().replace("12/day", "13/day"))
-    code, _, err = invoke("report", str(out))
+    code, _, err = gpuplan("report", str(out))
     assert code == 2 and "small.yaml" in err and "changed since the run" in err
 
     (out / "manifest.json").unlink()
-    code, _, err = invoke("report", str(out))
+    code, _, err = gpuplan("report", str(out))
     assert code == 2 and "no manifest.json" in err and "did not finish" in err
 
 
@@ -164,7 +157,7 @@ def test_ctrl_c_keeps_the_models_that_finished(tmp_path: Path, processes: int) -
     written = manifest.read(tmp_path / "out")
     assert written is not None and written.run.partial == summary["partial"]
     # the partial result is still a report's input, which says it is partial
-    code, _, err = invoke("report", str(tmp_path / "out"))
+    code, _, err = gpuplan("report", str(tmp_path / "out"))
     assert code in (0, 1) and f"no figures for {missing[0]}" in err
 
 

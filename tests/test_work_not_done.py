@@ -14,20 +14,16 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from typer.testing import CliRunner
 
 from gpuplan.advisor.evidence import gather
 from gpuplan.advisor.scoring import recommend
-from gpuplan.cli import app
 from gpuplan.metrics.summary import summarize
 from gpuplan.sim.cluster import Pool
 from gpuplan.sim.outcome import COMPLETED, REJECTED, UNFINISHED, ModelRun
 from gpuplan.sim.qos import Qos
 from gpuplan.sim.slurm import SlurmSettings, simulate_slurm
 
-from builders import workload
-
-runner = CliRunner()
+from builders import gpuplan, workload
 
 # A mixed H100/A10 cluster with a nightly 2x8 pipeline: the defaults route pipelines to
 # Kubernetes, whose proposed part of the h100 pool was 1 node, so every pipeline run was lost.
@@ -73,17 +69,11 @@ def scenario(tmp_path: Path, models: str = "") -> Path:
     return path
 
 
-def invoke(*args: str) -> tuple[int, str, str]:
-    result = runner.invoke(app, list(args))
-    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
-    return result.exit_code, result.stdout, result.stderr
-
-
 # ---- hybrid: the split holds the largest routed job ---------------------------------------------
 
 
 def test_the_proposed_split_holds_the_largest_job_routed_to_each_side(tmp_path: Path) -> None:
-    code, out, _ = invoke("simulate", str(scenario(tmp_path)), "--model", "hybrid", "--json")
+    code, out, _ = gpuplan("simulate", str(scenario(tmp_path)), "--model", "hybrid", "--json")
     assert code == 0
     hybrid = json.loads(out)
     # the 2x8 pipeline goes to Kubernetes and the 2x8 training jobs to Slurm: 2 nodes each
@@ -94,7 +84,7 @@ def test_the_proposed_split_holds_the_largest_job_routed_to_each_side(tmp_path: 
 
 def test_default_routing_sends_a_job_where_the_given_split_can_hold_it(tmp_path: Path) -> None:
     path = scenario(tmp_path, "models:\n  hybrid:\n    split: {h100: 3}\n")
-    code, out, _ = invoke("simulate", str(path), "--model", "hybrid", "--json")
+    code, out, _ = gpuplan("simulate", str(path), "--model", "hybrid", "--json")
     assert code == 0
     hybrid = json.loads(out)
     rerouted = hybrid["settings"]["rerouted"]
@@ -112,7 +102,7 @@ def test_a_given_split_that_cannot_hold_a_routed_job_is_an_input_error(tmp_path:
         ["simulate", str(path), "--model", "hybrid", "--out", str(tmp_path / "out")],
         ["recommend", str(path), "--out", str(tmp_path / "out")],
     ):
-        code, _, err = invoke(*command)
+        code, _, err = gpuplan(*command)
         assert code == 2
         assert f"nightly.yaml:{line}: models.hybrid.split.h100" in err
         assert "'nightly'" in err and "'h100'" in err and "2-node jobs" in err
@@ -183,7 +173,7 @@ def limited(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, int, str, s
     base = tmp_path_factory.mktemp("limited")
     path = base / "limited.yaml"
     path.write_text(QOS_LIMITED)
-    code, out, err = invoke("recommend", str(path), "--out", str(base / "out"), "--processes", "1")
+    code, out, err = gpuplan("recommend", str(path), "--out", str(base / "out"), "--processes", "1")
     return base / "out", code, out, err
 
 
@@ -211,7 +201,7 @@ def test_the_compare_table_shows_the_work_not_done(
 ) -> None:
     out_dir, *_ = limited
     summary = json.loads((out_dir / "summary.json").read_text())["models"]
-    code, out, _ = invoke(
+    code, out, _ = gpuplan(
         "compare", str(out_dir.parent / "limited.yaml"), "--out", str(tmp_path), "--processes", "1"
     )
     assert code == 0
