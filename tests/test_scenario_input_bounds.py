@@ -392,3 +392,11 @@ def test_every_bundled_example_still_validates() -> None:
     paths = sorted(EXAMPLES.glob("*.yaml"))
     result = runner.invoke(app, ["validate", *map(str, paths)])
     assert result.exit_code == 0, result.stderr
+
+
+def test_a_lone_surrogate_escape_is_refused_with_its_line(tmp_path: Path) -> None:
+    # "\ud800" is a valid YAML escape but no character: printing or writing it as UTF-8 fails
+    path = tmp_path / "s.yaml"
+    path.write_text(BASE.replace("name: small", 'name: "a \\ud800 b"'))
+    with pytest.raises(InputError, match=r"s\.yaml:1: an escape that is no character"):
+        load_yaml(path)

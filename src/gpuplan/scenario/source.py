@@ -20,6 +20,7 @@ Merge keys (``<<: *defaults``) work; a merged key's line is the line where its v
 from __future__ import annotations
 
 import datetime as dt
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -52,6 +53,7 @@ MAX_BYTES = 256 * 1024
 MAX_DEPTH = 50
 # Values (scalars, mappings and sequences) once aliases are expanded: a scenario holds a few thousand.
 MAX_VALUES = 100_000
+_SURROGATE = re.compile("[\ud800-\udfff]")
 # No figure of a scenario needs a larger integer (seeds are 64-bit).
 MAX_INT_BITS = 64
 
@@ -149,6 +151,12 @@ class _BoundedParser(RoundTripParser):
         ):
             raise _Refused(line, f"the YAML tag {str(tag)!r} is not supported (plain values only)")
         if isinstance(event, ScalarEvent):
+            if _SURROGATE.search(event.value):
+                # an escape such as "\ud800" decodes to half a UTF-16 pair: no text, and nothing
+                # can print or write it as UTF-8
+                raise _Refused(
+                    line, "an escape that is no character (a lone UTF-16 surrogate such as \\ud800)"
+                )
             self._count(1, line, "")
             if event.anchor is not None:
                 self._anchor_values[str(event.anchor)] = 1
