@@ -290,3 +290,19 @@ def test_ctrl_c_stops_a_long_simulation_inside_the_engine(tmp_path: Path) -> Non
         if process.poll() is None:
             os.killpg(process.pid, signal.SIGKILL)
             process.communicate()
+
+
+def test_a_rerun_after_a_killed_run_recovers(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    first = small(tmp_path, "alpha-run")
+    assert gpuplan("recommend", str(first), "--out", str(out), "--processes", "1", "-q")[0] in (0, 1)
+    # a run killed while writing: its manifest is gone, a half-written set of files remains
+    (out / "manifest.json").unlink()
+    (out / "jobs.parquet").write_bytes(b"")
+    assert gpuplan("report", str(out))[0] == 2
+    assert gpuplan("simulate", str(small(tmp_path, "beta-run")), "--out", str(out), "-q")[0] == 0
+    assert sorted(p.name for p in out.iterdir()) == [
+        "jobs.parquet", "manifest.json", "summary.json", "timeline.parquet"
+    ]  # fmt: skip
+    code, _, _ = gpuplan("report", str(out))
+    assert code in (0, 1) and "beta-run" in (out / "report.md").read_text()

@@ -24,6 +24,8 @@ from gpuplan.inputs import Input, input_files
 from gpuplan.results.files import prepare_out, write_json
 
 MANIFEST = "manifest.json"
+# written from a run's results (recommend, report): never left beside another run's results
+DERIVED_FILES = ("recommendation.json", "report.html", "report.md")
 CHUNK = 1 << 20
 
 
@@ -94,14 +96,15 @@ def read(out: Path) -> Manifest | None:
 
 def start(out: Path, keep: Sequence[str] = ()) -> None:
     """Before a run writes into ``out``: remove its manifest, and the files the old manifest lists
-    other than ``keep`` (those the run writes again, or a report reads)."""
+    other than ``keep`` (those the run writes again). Without a manifest (the last run was killed),
+    the reports and recommendation gpuplan writes go, as they may be of a run before it."""
     prepare_out(out)
     previous = read_or_none(out)
     (out / MANIFEST).unlink(missing_ok=True)
-    if previous is not None:
-        for name in previous.files:
-            if name not in keep and Path(name).name == name:  # only plain file names in OUT
-                (out / name).unlink(missing_ok=True)
+    names = previous.files if previous is not None else DERIVED_FILES
+    for name in names:
+        if name not in keep and Path(name).name == name:  # only plain file names in OUT
+            (out / name).unlink(missing_ok=True)
 
 
 def read_or_none(out: Path) -> Manifest | None:
