@@ -87,16 +87,37 @@ def cluster_nodes(trace: Trace, nodes: int | None, gpus_per_node: int) -> tuple[
             )
         count, source = trace.capacity_gpus // gpus_per_node, trace.capacity_source
     elif len(trace.jobs) == 0:
-        raise InputError("no jobs and no cluster size in the trace: give --nodes", path=trace.path)
+        raise InputError(
+            f"no jobs{_why_no_jobs(trace)} and no cluster size in the trace: give --nodes",
+            path=trace.path,
+            field="--nodes",
+        )
     else:
         count, source = int(trace.jobs.nodes.max()), "largest job"
     if count > MAX_POOL_NODES:
+        # the line stating the figure: the header's (SWF MaxProcs) or the largest job's
+        if trace.capacity_gpus is not None:
+            line, field = trace.capacity_line, trace.capacity_field or "--nodes"
+        else:
+            line, field = int(trace.jobs.source_line[trace.jobs.nodes.argmax()]) or None, "--nodes"
         raise InputError(
             f"the traced cluster would have {count:,} nodes ({source}), more than any machine "
             f"({MAX_POOL_NODES:,}): give --nodes (and --gpus-per-node)",
             path=trace.path,
+            line=line,
+            field=field,
         )
     return count, source
+
+
+def _why_no_jobs(trace: Trace) -> str:
+    """What was dropped when a trace has no jobs: `` (12 malformed line(s) skipped (--skip-bad-lines))``."""
+    dropped = []
+    if trace.bad_lines:
+        dropped.append(f"{trace.bad_lines:,} malformed line(s) skipped (--skip-bad-lines)")
+    if trace.skipped_invalid:
+        dropped.append(f"{trace.skipped_invalid:,} job(s) with no run time or no GPUs skipped")
+    return f" ({'; '.join(dropped)})" if dropped else " (the file has no job lines)"
 
 
 def load_input(path: Path, options: InputOptions | None = None) -> Input:

@@ -11,11 +11,9 @@ row by row. The file streams: only one block of text is held at a time, besides 
 from __future__ import annotations
 
 import csv
-import gzip
 import itertools
 import math
 import re
-import zlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -27,6 +25,7 @@ import numpy.typing as npt
 
 from gpuplan.errors import InputError
 from gpuplan.workload.jobtable import MAX_TIME_S, JobTable, Labels, out_of_range, range_text
+from gpuplan.workload.textfile import open_source
 from gpuplan.workload.trace import Trace
 
 T = TypeVar("T")
@@ -155,16 +154,10 @@ def read_csv_columns(
 
 
 def read_blocks(path: Path, consume: Callable[[Iterator[bytes]], T]) -> T:
-    """``consume(blocks)`` over the file (``.gz`` decompressed) in blocks of whole lines; missing or
-    unreadable files become InputError."""
-    try:
-        with path.open("rb") as raw:
-            stream = gzip.GzipFile(fileobj=raw) if path.name.lower().endswith(".gz") else raw
-            return consume(_blocks(stream.read))
-    except FileNotFoundError:
-        raise InputError("no such file", path=path) from None
-    except (OSError, EOFError, zlib.error) as exc:
-        raise InputError(f"cannot read: {exc}", path=path) from None
+    """``consume(blocks)`` over the file (``.gz`` decompressed) in blocks of whole lines; a missing or
+    unreadable file, or a corrupt gzip stream, is an InputError naming the line (textfile.open_source)."""
+    with open_source(path) as source:
+        return consume(_blocks(source.read))
 
 
 def _blocks(read: Callable[[int], bytes]) -> Iterator[bytes]:
@@ -411,6 +404,17 @@ class _CsvReader:
         return _Chunk(np.array(lines, dtype=np.int64), np.array(rows, dtype=np.int64), values_of)
 
     def _parse(self, line: int, fields: list[str] | str) -> list[Any]:
+        try:
+            return self._parse_fields(line, fields)
+        except InputError as exc:
+            cells = [fields] if isinstance(fields, str) else fields
+            if not any("\ufffd" in cell for cell in cells):
+                raise
+            # bytes that are not UTF-8 (read as U+FFFD) are why the row is bad, most likely: say so
+            note = " (the line holds bytes that are not UTF-8, read as U+FFFD)"
+            raise InputError(exc.message + note, path=exc.path, line=exc.line, field=exc.field) from None
+
+    def _parse_fields(self, line: int, fields: list[str] | str) -> list[Any]:
         if isinstance(fields, str):
             raise InputError(fields, path=self.path, line=line)
         if self.first_time is not None and self.time_kind is None:

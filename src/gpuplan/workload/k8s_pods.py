@@ -17,10 +17,10 @@ job of that many pods. Team = namespace.
 
 from __future__ import annotations
 
-import gzip
 import json
 import math
-import zlib
+import re
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -43,6 +43,7 @@ from gpuplan.workload.jobtable import (
     range_text,
     split_gpus,
 )
+from gpuplan.workload.textfile import decode_utf8, read_bytes
 from gpuplan.workload.trace import Trace
 
 GPU_RESOURCE = "nvidia.com/gpu"
@@ -172,7 +173,9 @@ def read_node_list(path: Path | str) -> NodeList:
     model = table.text("model").values() if "model" in table else [""] * len(names)
     cpu, mem, gpus = table.number("cpu_milli"), table.number("memory_mib"), table.number("gpu")
     if len(names) == 0:
-        raise InputError("no nodes in the node list", path=path)
+        raise InputError(
+            "no nodes in the node list: a row of sn,cpu_milli,memory_mib,gpu is needed", path=path, line=2
+        )
     return NodeList(
         path=path,
         names=tuple(names),
@@ -235,6 +238,8 @@ def _request(wanted: dict[str, Any], resource: str) -> float:
     """A container's request of ``resource`` (0 when absent); ValueError for a quantity no pod can
     ask: negative (the API server refuses those too), NaN, infinite or past ``_MOST``."""
     raw = wanted.get(resource, 0)
+    if isinstance(raw, bool) or not isinstance(raw, str | int | float):
+        raise ValueError(f'expected a quantity (such as "8", "500m" or "16Gi"), got {_describe(raw)}')
     value = quantity(raw)
     if out_of_range(value, 0.0, _MOST[resource]):
         shown = raw if isinstance(raw, str) else json.dumps(raw)
@@ -242,10 +247,13 @@ def _request(wanted: dict[str, Any], resource: str) -> float:
     return value
 
 
-def _time(text: Any) -> float:
+def _time(text: str) -> float:
     """Unix seconds of an RFC 3339 time (``2024-05-01T10:00:00Z``; without a zone: UTC); ValueError
     for one before 1970 or after 2242 (MAX_TIME_S)."""
-    stamp = datetime.fromisoformat(str(text).replace("Z", "+00:00"))
+    try:
+        stamp = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise ValueError(f"expected an RFC 3339 time (2024-05-01T10:00:00Z), got {text!r}") from None
     if stamp.tzinfo is None:
         stamp = stamp.replace(tzinfo=UTC)
     seconds = stamp.timestamp()
@@ -254,9 +262,291 @@ def _time(text: Any) -> float:
     return seconds
 
 
-def _line_of(text: str, needle: str) -> int | None:
-    at = text.find(needle)
-    return text.count("\n", 0, at) + 1 if at >= 0 else None
+# -- the JSON document: items decoded one at a time, each with its place in the text ----------------------
+
+# Integers of more digits are kept as _HugeInteger: Python converts at most
+# sys.int_info.default_max_str_digits (4,300) digits, PYTHONINTMAXSTRDIGITS can lower that to 640, and
+# Kubernetes' API integers are 64-bit (19 digits), so no field can hold one.
+MAX_INTEGER_DIGITS = 600
+_JSON_SPACE = re.compile(r"[ \t\n\r]*")
+
+
+@dataclass(frozen=True)
+class _HugeInteger:
+    """A JSON integer too long to convert: its number of digits."""
+
+    digits: int
+
+
+class _Malformed(Exception):
+    """A pod's field of the wrong type or value: the field's path and what is wrong."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+        self.message = message
+
+
+def _describe(value: Any) -> str:
+    """What a JSON value is, for messages: ``a list (["train-llm"])``, ``null``, ``the number 3``."""
+    if isinstance(value, _HugeInteger):
+        return f"an integer of {value.digits:,} digits"
+    if value is None or isinstance(value, bool):
+        return json.dumps(value)
+    shown = json.dumps(value, default=str)
+    shown = shown if len(shown) <= 60 else shown[:57] + "..."
+    if isinstance(value, int | float):
+        return f"the number {shown}"
+    kind = "an object" if isinstance(value, dict) else "a list" if isinstance(value, list) else "text"
+    return f"{kind} ({shown})"
+
+
+def _huge_at(value: Any, field: str) -> tuple[str, _HugeInteger] | None:
+    """(path, value) of the first _HugeInteger in ``value`` (at ``field``), or None."""
+    if isinstance(value, _HugeInteger):
+        return field, value
+    if isinstance(value, dict):
+        items: Any = ((f"{field}.{key}", member) for key, member in value.items())
+    elif isinstance(value, list):
+        items = ((f"{field}[{i}]", member) for i, member in enumerate(value))
+    else:
+        return None
+    return next((found for at, member in items if (found := _huge_at(member, at)) is not None), None)
+
+
+def _huge_message(number: _HugeInteger) -> str:
+    return f"expected a number Kubernetes can hold (its integers are 64-bit), got {_describe(number)}"
+
+
+class _Document:
+    """``kubectl get pods -o json`` text (a List object) decoded one item at a time with the standard
+    json decoder (``raw_decode``), so each item's offset in the text, and so its lines, are known."""
+
+    def __init__(self, text: str, path: Path) -> None:
+        self.text = text
+        self.path = path
+        self.huge = 0  # _HugeInteger values made so far
+        self.decoder = json.JSONDecoder(parse_int=self._integer)
+        self._counted = (0, 1)  # (offset, line there): line numbers are counted forward from the last
+
+    def _integer(self, digits: str) -> int | _HugeInteger:
+        if len(digits) > MAX_INTEGER_DIGITS:
+            self.huge += 1
+            return _HugeInteger(len(digits.lstrip("-")))
+        return int(digits)
+
+    def line(self, offset: int) -> int:
+        at, line = self._counted
+        if offset < at:
+            at, line = 0, 1
+        line += self.text.count("\n", at, offset)
+        self._counted = (offset, line)
+        return line
+
+    def _syntax(self, message: str, offset: int) -> InputError:
+        return InputError(
+            f"not valid JSON: {message}", path=self.path, line=self.text.count("\n", 0, offset) + 1
+        )
+
+    def _skip(self, offset: int) -> int:
+        match = _JSON_SPACE.match(self.text, offset)
+        assert match is not None  # the pattern matches the empty string
+        return match.end()
+
+    def _value(self, offset: int) -> tuple[Any, int]:
+        try:
+            value, end = self.decoder.raw_decode(self.text, offset)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"not valid JSON: {exc.msg}", path=self.path, line=exc.lineno) from None
+        return value, end
+
+    def _expect(self, offset: int, char: str, message: str) -> int:
+        offset = self._skip(offset)
+        if self.text[offset : offset + 1] != char:
+            raise self._syntax(message, offset)
+        return offset + 1
+
+    def items(self) -> Iterator[tuple[int, int, Any, bool]]:
+        """(start, end, value, holds a _HugeInteger) of each item; InputError for text that is not
+        JSON, and at the line of ``items`` (line 1 without one) for a document that is not a List."""
+        text = self.text
+        offset = self._skip(0)
+        if text[offset : offset + 1] != "{":
+            self._value(offset)  # not JSON at all, or JSON but not an object
+            raise self._not_a_list(1)
+        offset = self._skip(offset + 1)
+        seen = False
+        if text[offset : offset + 1] == "}":
+            offset += 1
+        else:
+            while True:  # the members of the List object
+                key_at = offset
+                if text[offset : offset + 1] != '"':
+                    raise self._syntax("Expecting property name enclosed in double quotes", offset)
+                key, offset = self._value(offset)
+                offset = self._skip(self._expect(offset, ":", "Expecting ':' delimiter"))
+                if key == "items":
+                    if seen:
+                        raise InputError(
+                            "a second items list", path=self.path, line=self.line(key_at), field="items"
+                        )
+                    seen = True
+                    if text[offset : offset + 1] != "[":
+                        self._value(offset)
+                        raise self._not_a_list(self.line(key_at))
+                    offset = yield from self._list_items(offset + 1)
+                else:
+                    huge = self.huge
+                    value, offset = self._value(offset)
+                    if self.huge != huge:
+                        raise self._huge(value, str(key), self.line(key_at))
+                offset = self._skip(offset)
+                if text[offset : offset + 1] == "}":
+                    offset += 1
+                    break
+                offset = self._skip(self._expect(offset, ",", "Expecting ',' delimiter"))
+        if self._skip(offset) != len(text):
+            raise self._syntax("Extra data", self._skip(offset))
+        if not seen:
+            raise self._not_a_list(1)
+
+    def _list_items(self, offset: int) -> Generator[tuple[int, int, Any, bool], None, int]:
+        """The items of the list whose "[" is just before ``offset``; returns the offset after its "]"."""
+        text = self.text
+        offset = self._skip(offset)
+        if text[offset : offset + 1] == "]":
+            return offset + 1
+        while True:
+            huge = self.huge
+            item, end = self._value(offset)
+            yield offset, end, item, self.huge != huge
+            offset = self._skip(end)
+            if text[offset : offset + 1] == "]":
+                return offset + 1
+            offset = self._skip(self._expect(offset, ",", "Expecting ',' delimiter"))
+
+    def _huge(self, value: Any, field: str, line: int) -> InputError:
+        at, number = _huge_at(value, field) or (field, value)
+        return InputError(_huge_message(number), path=self.path, line=line, field=at)
+
+    def _not_a_list(self, line: int) -> InputError:
+        return InputError(
+            "expected a List with items (kubectl get pods -A -o json)",
+            path=self.path,
+            line=line,
+            field="items",
+        )
+
+
+# -- one pod: every field read has its type checked, and a wrong one is named by its path ----------------
+
+
+def _object(value: Any, field: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise _Malformed(field, f"expected an object, got {_describe(value)}")
+    return value
+
+
+def _member(parent: dict[str, Any], key: str, field: str, kind: type, what: str, required: bool) -> Any:
+    """``parent[key]`` checked to be a ``kind``; None when absent or null, unless ``required``."""
+    value = parent.get(key)
+    if value is None:
+        if required:
+            raise _Malformed(f"{field}.{key}", "missing")
+        return None
+    if not isinstance(value, kind) or isinstance(value, bool):
+        raise _Malformed(f"{field}.{key}", f"expected {what}, got {_describe(value)}")
+    return value
+
+
+def _map(parent: dict[str, Any], key: str, field: str, required: bool = False) -> dict[str, Any]:
+    found: dict[str, Any] | None = _member(parent, key, field, dict, "an object", required)
+    return found or {}
+
+
+def _list(parent: dict[str, Any], key: str, field: str, required: bool = False) -> list[Any]:
+    found: list[Any] | None = _member(parent, key, field, list, "a list", required)
+    return found or []
+
+
+def _text(parent: dict[str, Any], key: str, field: str, required: bool = False) -> str | None:
+    found: str | None = _member(parent, key, field, str, "text", required)
+    return found
+
+
+def _time_of(parent: dict[str, Any], key: str, field: str, required: bool = False) -> float:
+    """The time at ``parent[key]``; NaN when absent, null or empty and not ``required``."""
+    text = _text(parent, key, field, required)
+    if not text:
+        if required:
+            raise _Malformed(f"{field}.{key}", "missing")
+        return math.nan
+    try:
+        return _time(text)
+    except ValueError as exc:
+        raise _Malformed(f"{field}.{key}", str(exc)) from None
+
+
+@dataclass(frozen=True)
+class _Pod:
+    name: str
+    namespace: str
+    owner: str | None  # the Job the pod belongs to
+    created: float
+    started: float  # NaN: never started
+    finished: float  # NaN: not finished
+    gpus: float
+    cpu: float  # cores
+    mem: float  # bytes
+    phase: str
+
+
+def _read_pod(pod: Any, at: str) -> _Pod:
+    """The fields of the pod ``items[i]`` (``at``); _Malformed naming the first bad one."""
+    pod = _object(pod, at)
+    meta = _map(pod, "metadata", at, required=True)
+    here = f"{at}.metadata"
+    name = _text(meta, "name", here, required=True) or ""
+    namespace = _text(meta, "namespace", here) or "default"
+    created = _time_of(meta, "creationTimestamp", here, required=True)
+    gpus = cpu = mem = 0.0
+    containers = _list(_map(pod, "spec", at, required=True), "containers", f"{at}.spec", required=True)
+    for c, container in enumerate(containers):
+        here = f"{at}.spec.containers[{c}]"
+        resources = _map(_object(container, here), "resources", here)
+        which = "requests" if resources.get("requests") else "limits"
+        wanted = _map(resources, which, f"{here}.resources")
+        amounts = []
+        for resource in (GPU_RESOURCE, "cpu", "memory"):
+            try:
+                amounts.append(_request(wanted, resource))
+            except ValueError as exc:
+                raise _Malformed(f"{here}.resources.{which}.{resource}", str(exc)) from None
+        gpus, cpu, mem = gpus + amounts[0], cpu + amounts[1], mem + amounts[2]
+    if gpus > _MOST[GPU_RESOURCE] or cpu > _MOST["cpu"] or mem > _MOST["memory"]:
+        raise _Malformed(f"{at}.spec.containers", "the containers together ask more than one node can have")
+    status = _map(pod, "status", at)
+    here = f"{at}.status"
+    started = _time_of(status, "startTime", here)
+    finished = math.nan
+    for c, container_status in enumerate(_list(status, "containerStatuses", here)):
+        state_at = f"{here}.containerStatuses[{c}]"
+        state = _map(_object(container_status, state_at), "state", state_at)
+        terminated = _map(state, "terminated", f"{state_at}.state")
+        end = _time_of(terminated, "finishedAt", f"{state_at}.state.terminated")
+        if not math.isnan(end):  # the latest finish of the pod's containers
+            finished = end if math.isnan(finished) else max(finished, end)
+    owner = None
+    for o, reference in enumerate(_list(meta, "ownerReferences", f"{at}.metadata")):
+        here = f"{at}.metadata.ownerReferences[{o}]"
+        reference = _object(reference, here)
+        if _text(reference, "kind", here) == "Job" and owner is None:
+            owner = _text(reference, "name", here, required=True)
+    labels = _map(meta, "labels", f"{at}.metadata")
+    named = [_text(labels, key, f"{at}.metadata.labels") for key in JOB_LABELS]  # each checked
+    owner = owner or next((name for name in named if name), None)
+    phase = _text(status, "phase", f"{at}.status") or ""
+    return _Pod(name, namespace, owner, created, started, finished, gpus, cpu, mem, phase.lower())
 
 
 def read_kubectl_pods(path: Path | str, *, gpus_per_node: int = 8, skip_bad_lines: bool = False) -> PodTrace:
@@ -269,88 +559,45 @@ def read_kubectl_pods(path: Path | str, *, gpus_per_node: int = 8, skip_bad_line
     as ``still_running``). Pods of one Job form one job: submit = first creation, run time = latest
     finish - latest start, nodes = pod count. Pods without GPUs, never started, or with times out of
     order are skipped and counted in ``skipped_invalid``; a malformed pod raises InputError naming the
-    file, the line of its name and the field, or with ``skip_bad_lines`` is skipped and counted. A pod
-    is malformed also when a time is before 1970 or after 2242, or a request is negative, NaN,
-    infinite or more than one node can have (workload.jobtable's MAX_GPUS_PER_NODE, MAX_CPUS_PER_NODE,
-    MAX_MEMORY_MIB_PER_NODE); a time without a zone reads as UTC.
+    file, the line of its name and the field's path (``items[0].metadata.ownerReferences[0].name``), or
+    with ``skip_bad_lines`` is skipped and counted. A pod is malformed when a field read has the wrong
+    JSON type (text, object, list; a quantity is text or a number), when a time is before 1970 or after
+    2242, a request is negative, NaN, infinite or more than one node can have (workload.jobtable's
+    MAX_GPUS_PER_NODE, MAX_CPUS_PER_NODE, MAX_MEMORY_MIB_PER_NODE), or when it holds an integer of more
+    than MAX_INTEGER_DIGITS digits anywhere; a time without a zone reads as UTC. Text that is not
+    UTF-8 or not JSON, and a corrupt ``.gz``, are errors naming their line.
     """
     path = Path(path)
     check_gpus_per_node(gpus_per_node)
-    try:
-        opener = gzip.open if path.name.lower().endswith(".gz") else open
-        with opener(path, "rt", encoding="utf-8") as handle:
-            text = handle.read()
-    except FileNotFoundError:
-        raise InputError("no such file", path=path) from None
-    except (OSError, EOFError, zlib.error, UnicodeDecodeError) as exc:
-        raise InputError(f"cannot read: {exc}", path=path) from None
-    try:
-        document = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"not valid JSON: {exc.msg}", path=path, line=exc.lineno) from None
-    items = document.get("items") if isinstance(document, dict) else None
-    if not isinstance(items, list):
-        raise InputError(
-            "expected a List with items (kubectl get pods -A -o json)", path=path, line=1, field="items"
-        )
+    document = _Document(decode_utf8(read_bytes(path), path), path)
 
     groups: dict[tuple[str, str], dict[str, Any]] = {}
     skipped = bad = 0
     latest = -math.inf
-    for index, pod in enumerate(items):
-        name = ""
+    items = list(document.items())  # the whole text is JSON before any pod is read
+    for index, (start, end, item, huge) in enumerate(items):
+        at = f"items[{index}]"
+        meta = item.get("metadata") if isinstance(item, dict) else None
+        name = meta.get("name") if isinstance(meta, dict) else None
+        name = name if isinstance(name, str) and name else None
+        # errors and jobs name the line of the pod's name (else of the item's start)
+        name_at = document.text.find(json.dumps(name), start, end) if name else -1
+        line = document.line(name_at if name_at >= 0 else start)
         try:
-            meta = pod["metadata"]
-            name, namespace = str(meta["name"]), str(meta.get("namespace", "default"))
-            field = "metadata.creationTimestamp"
-            created = _time(meta["creationTimestamp"])
-            gpus = cpu = mem = 0.0
-            for c, container in enumerate(pod["spec"]["containers"]):
-                resources = container.get("resources") or {}
-                which = "requests" if resources.get("requests") else "limits"
-                wanted = resources.get(which) or {}
-                field = f"spec.containers[{c}].resources"
-                if not isinstance(wanted, dict):
-                    raise TypeError(f"expected a map of resources, got {wanted!r}")
-                field = f"spec.containers[{c}].resources.{which}.{GPU_RESOURCE}"
-                gpus += _request(wanted, GPU_RESOURCE)
-                field = f"spec.containers[{c}].resources.{which}.cpu"
-                cpu += _request(wanted, "cpu")
-                field = f"spec.containers[{c}].resources.{which}.memory"
-                mem += _request(wanted, "memory")
-            field = "spec.containers[].resources"
-            if gpus > _MOST[GPU_RESOURCE] or cpu > _MOST["cpu"] or mem > _MOST["memory"]:
-                raise ValueError("the containers together ask more than one node can have")
-            status = pod.get("status") or {}
-            field = "status.startTime"
-            started = _time(status["startTime"]) if status.get("startTime") else math.nan
-            finished = math.nan
-            for s in status.get("containerStatuses") or []:
-                terminated = (s.get("state") or {}).get("terminated")
-                if terminated and terminated.get("finishedAt"):
-                    field = "status.containerStatuses[].state.terminated.finishedAt"
-                    finished = (
-                        max(_time(terminated["finishedAt"]), finished)
-                        if finished == finished
-                        else _time(terminated["finishedAt"])
-                    )
-            owner = next(
-                (o.get("name") for o in meta.get("ownerReferences") or [] if o.get("kind") == "Job"), None
-            )
-            labels = meta.get("labels") or {}
-            owner = owner or next((labels[k] for k in JOB_LABELS if k in labels), None)
-        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            found = _huge_at(item, at) if huge else None
+            if found is not None:
+                raise _Malformed(found[0], _huge_message(found[1]))
+            pod = _read_pod(item, at)
+        except _Malformed as exc:
             if skip_bad_lines:
                 bad += 1
                 continue
-            line = _line_of(text, f'"{name}"') if name else None
-            detail = f"missing {exc}" if isinstance(exc, KeyError) else str(exc)
             raise InputError(
-                f"pod {name or index}: {detail}",
-                path=path,
-                line=line,
-                field=f"items[{index}].{field if name else 'metadata'}",
+                f"pod {name or index}: {exc.message}", path=path, line=line, field=exc.field
             ) from None
+        name, namespace, owner = pod.name, pod.namespace, pod.owner
+        created, started, finished = pod.created, pod.started, pod.finished
+        gpus, cpu, mem = pod.gpus, pod.cpu, pod.mem
         for t in (created, started, finished):
             if t == t:
                 latest = max(latest, t)
@@ -368,8 +615,8 @@ def read_kubectl_pods(path: Path | str, *, gpus_per_node: int = 8, skip_bad_line
                 "gpus": 0.0,
                 "cpu": 0.0,
                 "mem": 0.0,
-                "line": _line_of(text, f'"{name}"') or 0,
-                "phase": str(status.get("phase", "")).lower(),
+                "line": line,
+                "phase": pod.phase,
             },
         )
         group["created"] = min(group["created"], created)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import gzip
-import zlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
@@ -15,6 +13,7 @@ from gpuplan.workload.k8s_pods import read_alibaba_pods, read_kubectl_pods
 from gpuplan.workload.philly import read_chronus, read_philly
 from gpuplan.workload.sacct import read_sacct
 from gpuplan.workload.swf import read_swf
+from gpuplan.workload.textfile import first_line
 from gpuplan.workload.trace import Trace
 
 
@@ -56,44 +55,44 @@ CSV_SIGNATURES: dict[str, frozenset[str]] = {
 DEFAULT_GPUS_PER_NODE = {"swf": 1}
 GPU_TRACE_GPUS_PER_NODE = 8
 
-SACCT_HEADER_LIMIT = 1 << 16  # characters of the first line read to tell sacct output
+
+def _first_line(path: Path) -> str:
+    """The first line of ``path`` (decompressed), byte-order mark dropped; odd bytes become U+FFFD (a
+    header is only looked at here: the reader says what is wrong with it)."""
+    return first_line(path).decode("utf-8", errors="replace").removeprefix("\ufeff")
 
 
-def _csv_header(path: Path) -> frozenset[str]:
-    try:
-        opener = gzip.open if path.name.lower().endswith(".gz") else open
-        with opener(path, "rt", encoding="utf-8", errors="replace") as text:
-            first = text.readline()
-    except FileNotFoundError:
-        raise InputError("no such file", path=path) from None
-    except (OSError, EOFError) as exc:
-        raise InputError(f"cannot read: {exc}", path=path) from None
+def _csv_header(first: str) -> frozenset[str]:
     return frozenset(cell.strip().strip('"').strip() for cell in first.split(","))
+
+
+def _sacct_names(first: str) -> list[str]:
+    """The column names of a ``|``-separated first line, as sacct --parsable2 prints; [] if it has
+    fewer than two."""
+    names = [name.strip() for name in first.rstrip("\r").split("|")]
+    return names if len(names) > 1 else []
 
 
 def is_sacct(path: Path) -> bool:
     """Whether the first line of ``path`` (or of ``path.gz``) is a sacct --parsable header: names
-    separated by ``|``, one of them JobID. False when the file cannot be read."""
-    try:
-        opener = gzip.open if path.name.lower().endswith(".gz") else open
-        with opener(path, "rt", encoding="utf-8", errors="replace") as text:
-            first = text.readline(SACCT_HEADER_LIMIT)
-    except (OSError, EOFError, zlib.error):
-        return False
-    names = first.removeprefix("\ufeff").split("|")
-    return len(names) > 1 and "jobid" in {name.strip().lower() for name in names}
+    separated by ``|``, one of them JobID. InputError (naming the line) when it cannot be read."""
+    return "jobid" in {name.lower() for name in _sacct_names(_first_line(path))}
 
 
 def detect_format(path: Path) -> str:
-    """The format of ``path``: from its name (SWF), from a sacct header (whatever the name), or from
-    its header's columns (CSV traces)."""
+    """The format of ``path``: from its name (SWF, kubectl JSON), from a sacct header (whatever the
+    name), or from its header's columns (CSV traces). InputError at line 1 when none tells it."""
     for suffix, name in sorted(SUFFIXES.items(), key=lambda item: -len(item[0])):
         if path.name.endswith(suffix):
             return name
-    if is_sacct(path):
+    is_csv = path.name.lower().endswith((".csv", ".csv.gz"))
+    # a missing file whose name tells nothing is a format to give (the reader says "no such file")
+    first = _first_line(path) if is_csv or path.exists() else ""
+    sacct_names = _sacct_names(first)
+    if "jobid" in {name.lower() for name in sacct_names}:
         return "sacct"
-    if path.name.lower().endswith((".csv", ".csv.gz")):
-        header = _csv_header(path)
+    if is_csv:
+        header = _csv_header(first)
         for name, columns in CSV_SIGNATURES.items():
             if columns <= header:
                 return name
@@ -104,11 +103,20 @@ def detect_format(path: Path) -> str:
             line=1,
         )
     known = ", ".join(sorted(SUFFIXES))
+    # a header as sacct --parsable2 prints but without JobID: the field to name is JobID
+    lookalike = (
+        f" (its first line has |-separated columns, as sacct --parsable2 prints, but none is JobID: "
+        f"{', '.join(sacct_names)})"
+        if sacct_names
+        else ""
+    )
     raise InputError(
         f"cannot tell the trace format from the file name (known endings: {known}, a CSV trace, "
-        "or sacct --parsable2 output); "
+        f"or sacct --parsable2 output){lookalike}; "
         f"give the format (--format): {', '.join(READERS)}",
         path=path,
+        line=1,
+        field="JobID" if sacct_names else "--format",
     )
 
 

@@ -16,11 +16,15 @@ negative submit time, a value below -1 (-1 is SWF's "unknown") where the format 
 negative value, and sizes and times past the bounds of ``workload.jobtable``. A negative run time
 is read as unknown, as -1 is: the archive's own logs have such records (MetaCentrum-wagap-2013 line
 4186: run time -1359980917, a job without a recorded end).
+
+The header's machine size (``MaxProcs``, else ``MaxNodes``, read as processors) is a whole number up to
+MAX_GPUS_PER_JOB (a figure not above 0, as -1, is unknown), and ``UnixStartTime`` at most MAX_TIME_S;
+a header line past these is malformed too (InputError naming its line and field; ``skip_bad_lines``
+skips data lines only).
 """
 
 from __future__ import annotations
 
-import gzip
 import math
 import re
 from pathlib import Path
@@ -39,6 +43,7 @@ from gpuplan.workload.jobtable import (
     range_text,
     split_gpus,
 )
+from gpuplan.workload.textfile import read_bytes
 from gpuplan.workload.trace import Trace
 
 SWF_FIELDS = (
@@ -97,28 +102,49 @@ def field_name(index: int) -> str:
 
 
 def _open_text(path: Path) -> list[str]:
-    try:
-        if path.name.endswith(".gz"):
-            with gzip.open(path, "rb") as compressed:
-                raw = compressed.read()
-        else:
-            raw = path.read_bytes()
-    except FileNotFoundError:
-        raise InputError("no such file", path=path) from None
-    except (OSError, EOFError) as exc:
-        raise InputError(f"cannot read: {exc}", path=path) from None
     # SWF is ASCII; latin-1 never fails, so odd bytes surface as bad numbers on their own line.
-    return raw.decode("latin-1").splitlines()
+    return read_bytes(path).decode("latin-1").splitlines()
 
 
-def _header_int(header: dict[str, str], key: str, path: Path) -> int | None:
+def _header_size(header: dict[str, str], lines: dict[str, int], key: str, path: Path) -> int | None:
+    """The machine size a header line states (``; MaxProcs: 256``), None when absent or not above 0
+    (-1: unknown). A size is a whole number of processors up to MAX_GPUS_PER_JOB (a machine is at most
+    as large as the largest job the readers take); anything else is a bad header line."""
     if key not in header:
         return None
+    text = header[key]
     try:
-        value = int(float(header[key]))
+        value = float(text)
     except ValueError:
-        raise InputError(f"expected a number, got {header[key]!r}", path=path, field=key) from None
-    return value if value > 0 else None
+        raise InputError(f"expected a number, got {text!r}", path=path, line=lines[key], field=key) from None
+    if math.isfinite(value) and value <= 0:
+        return None
+    if out_of_range(value, 1.0, float(MAX_GPUS_PER_JOB)) or value != math.floor(value):
+        raise InputError(
+            f"expected a whole number of processors {range_text(1, MAX_GPUS_PER_JOB)} "
+            f"(-1: unknown), got {text!r}",
+            path=path,
+            line=lines[key],
+            field=key,
+        )
+    return int(value)
+
+
+def _header_epoch(header: dict[str, str], lines: dict[str, int], path: Path) -> float | None:
+    """UnixStartTime (the Unix time of submit time 0) when it is a whole number; one past MAX_TIME_S
+    (year 2242) is a bad header line."""
+    text = header.get("UnixStartTime", "")
+    if not text.isdigit():
+        return None
+    value = float(text)
+    if value > MAX_TIME_S:
+        raise InputError(
+            f"expected a Unix time {range_text(0.0, MAX_TIME_S)} (1970 to 2242), got {text!r}",
+            path=path,
+            line=lines["UnixStartTime"],
+            field="UnixStartTime",
+        )
+    return value
 
 
 def _is_data(line: str) -> bool:
@@ -205,12 +231,21 @@ def read_swf(path: Path | str, *, gpus_per_node: int = 1, skip_bad_lines: bool =
         raise InputError("must be at least 1", field="--gpus-per-node")
     lines = _open_text(path)
     header: dict[str, str] = {}
-    for line in lines:
+    header_lines: dict[str, int] = {}  # the line of each header field, for its errors
+    for number, line in enumerate(lines, start=1):
         if _is_data(line):
             break
         match = _HEADER.match(line)
         if match:
             header[match.group(1)] = match.group(2)
+            header_lines[match.group(1)] = number
+    capacity, capacity_field = None, ""
+    for key in ("MaxProcs", "MaxNodes"):  # the size of the traced machine in processors
+        capacity = _header_size(header, header_lines, key, path)
+        if capacity is not None:
+            capacity_field = key
+            break
+    epoch_s = _header_epoch(header, header_lines, path)
 
     bad_lines = 0
     first_data = next((i for i, line in enumerate(lines) if _is_data(line)), len(lines))
@@ -259,12 +294,6 @@ def read_swf(path: Path | str, *, gpus_per_node: int = 1, skip_bad_lines: bool =
         state=Labels.from_keys(table[:, STATUS].astype(np.int64), lambda s: _STATUS.get(s, "unknown")),
         source_line=line_of,
     )
-    capacity, source = None, ""
-    for key in ("MaxProcs", "MaxNodes"):  # the size of the traced machine in processors
-        capacity = _header_int(header, key, path)
-        if capacity is not None:
-            source = f"header {key}"
-            break
     return Trace(
         path=path,
         format="swf",
@@ -272,7 +301,9 @@ def read_swf(path: Path | str, *, gpus_per_node: int = 1, skip_bad_lines: bool =
         skipped_invalid=int((~valid).sum()),
         bad_lines=bad_lines,
         capacity_gpus=capacity,
-        capacity_source=source,
-        epoch_s=float(header["UnixStartTime"]) if header.get("UnixStartTime", "").isdigit() else None,
+        capacity_source=f"header {capacity_field}" if capacity_field else "",
+        capacity_line=header_lines.get(capacity_field),
+        capacity_field=capacity_field,
+        epoch_s=epoch_s,
         header=header,
     )

@@ -29,6 +29,7 @@ import numpy.typing as npt
 from gpuplan.errors import InputError
 from gpuplan.scenario.load import LoadedScenario, ResolvedPool
 from gpuplan.scenario.model import (
+    MAX_REQUESTS_PER_S,
     Arrival,
     BatchWorkload,
     Demand,
@@ -38,7 +39,8 @@ from gpuplan.scenario.model import (
     TimeLimit,
     TraceWorkload,
 )
-from gpuplan.workload.jobtable import Float64, JobTable, Labels
+from gpuplan.workload.csvcolumns import Column, read_csv_columns
+from gpuplan.workload.jobtable import MAX_TIME_S, Float64, JobTable, Labels
 from gpuplan.workload.readers import read_trace
 from gpuplan.workload.services import DEMAND_STEP_S, Service
 from gpuplan.workload.trace import Trace
@@ -239,22 +241,58 @@ def _trace_jobs(loaded: LoadedScenario, workload: TraceWorkload) -> JobTable:
     )
 
 
+DEMAND_COLUMNS = (
+    Column("time_s", "number", most=MAX_TIME_S),
+    Column("requests_per_s", "number", most=MAX_REQUESTS_PER_S),
+)
+
+
+def read_demand_csv(path: Path) -> tuple[Float64, Float64]:
+    """The (time_s, requests_per_s) rows of a demand CSV (``Demand.csv``).
+
+    The format: a header naming the columns ``time_s`` and ``requests_per_s`` (in any order; other
+    columns are not read), then at least two rows. ``time_s`` is seconds from the start of the curve,
+    from 0 to MAX_TIME_S and increasing from row to row; ``requests_per_s`` is from 0 to
+    MAX_REQUESTS_PER_S (the bound of the scenario's peak and trough). Blank lines are skipped; a
+    ``.gz`` file is decompressed. Anything else (NaN, an infinity, a negative or missing value, a time
+    not after the one before, a short row) is an InputError naming the file, the line and the column
+    (csvcolumns.read_csv_columns, the reader of the CSV traces)."""
+    table = read_csv_columns(path, DEMAND_COLUMNS)
+    times, rates, lines = table.number("time_s"), table.number("requests_per_s"), table.line
+    if len(times) < 2:
+        after = int(lines[-1]) + 1 if len(lines) else 2
+        found = f"one (line {int(lines[0])})" if len(lines) else "none"
+        raise InputError(
+            f"a demand curve needs at least two rows of time_s,requests_per_s (the last two set the "
+            f"period it repeats with); found {found}",
+            path=path,
+            line=after,
+        )
+    backwards = np.flatnonzero(np.diff(times) <= 0)
+    if len(backwards):
+        row = int(backwards[0]) + 1
+        raise InputError(
+            f"expected a time after the row before's ({times[row - 1]:g} s at line {int(lines[row - 1])}), "
+            f"got {times[row]:g}",
+            path=path,
+            line=int(lines[row]),
+            field="time_s",
+        )
+    return times, rates
+
+
 def demand_curve(
     rng: np.random.Generator, demand: Demand, horizon_s: float, week_phase_s: float, resolve: Any
 ) -> Float64:
-    """Requests/s every 5 minutes over the horizon."""
+    """Requests/s every 5 minutes over the horizon. A CSV curve (read_demand_csv) is interpolated
+    linearly and repeats with a period of its last time plus the step between its last two rows (so
+    rows every hour from 0 to 23 h repeat daily)."""
     t = np.arange(math.ceil(horizon_s / DEMAND_STEP_S), dtype=np.float64) * DEMAND_STEP_S
     wall = t + week_phase_s
     if demand.csv is not None:
-        path = resolve(demand.csv)
-        try:
-            table = np.loadtxt(path, delimiter=",", skiprows=1, usecols=(0, 1), ndmin=2)
-        except (OSError, ValueError) as exc:
-            raise InputError(f"expected rows of time_s,requests_per_s: {exc}", path=path) from None
-        if len(table) < 2:
-            raise InputError("a demand CSV needs at least two rows", path=path)
-        period = table[-1, 0] + (table[-1, 0] - table[-2, 0])
-        rps = np.interp(t, table[:, 0], table[:, 1], period=period)
+        times, rates = read_demand_csv(resolve(demand.csv))
+        period = times[-1] + (times[-1] - times[-2])
+        rps = np.interp(t, times, rates, period=period)
     else:
         assert demand.peak is not None and demand.trough is not None
         rps = demand.trough + (demand.peak - demand.trough) * (1 + _daily_cosine(wall, demand.peak_hour)) / 2

@@ -13,7 +13,8 @@ class Trace:
     """A read trace file.
 
     ``capacity_gpus`` is the size of the traced cluster in GPUs (SWF processors) when the file states
-    it (``capacity_source`` says where, e.g. "header MaxProcs"); None when it does not."""
+    it (``capacity_source`` says where, e.g. "header MaxProcs"; ``capacity_line`` and ``capacity_field``
+    name the line and field of the file that states it, for errors); None when it does not."""
 
     path: Path
     format: str
@@ -22,5 +23,7 @@ class Trace:
     bad_lines: int = 0  # malformed lines skipped with skip_bad_lines
     capacity_gpus: int | None = None
     capacity_source: str = ""
+    capacity_line: int | None = None
+    capacity_field: str = ""
     epoch_s: float | None = None  # Unix time of t = 0 (submit_s is relative to it), when known
     header: dict[str, str] = field(default_factory=dict)
