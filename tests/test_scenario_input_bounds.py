@@ -400,3 +400,13 @@ def test_a_lone_surrogate_escape_is_refused_with_its_line(tmp_path: Path) -> Non
     path.write_text(BASE.replace("name: small", 'name: "a \\ud800 b"'))
     with pytest.raises(InputError, match=r"s\.yaml:1: an escape that is no character"):
         load_yaml(path)
+
+
+def test_validate_reads_a_service_demand_curve(tmp_path: Path) -> None:
+    seed = Path(__file__).resolve().parent / "data" / "fuzz" / "kubernetes-kueue.yaml"
+    scenario = tmp_path / "k.yaml"
+    scenario.write_text(seed.read_text())
+    (tmp_path / "demand.csv").write_text("time_s,requests_per_s\n0,12\n3600\n7200,45\n")
+    result = runner.invoke(app, ["validate", str(scenario)])
+    assert result.exit_code == 2
+    assert "k.yaml:" in result.stderr and "demand.csv:3: requests_per_s" in result.stderr

@@ -402,11 +402,8 @@ def _check_references(
                     f"{workload.name}: {replicas:,} replicas of {workload.gpus_per_replica} GPU(s) can never "
                     f"all run: the pools hold {room:,}; the others stay pending (and slow the simulation)",
                 )
-            if (
-                workload.demand.csv is not None
-                and not (path := _resolve(located, workload.demand.csv)).is_file()
-            ):
-                problem((*at, "demand", "csv"), f"no such file: {path}")
+            if workload.demand.csv is not None:
+                _check_demand(located, (*at, "demand", "csv"), workload.demand.csv, problem)
         else:
             spec = workload.trace
             _check_trace(located, (*at, "trace"), spec.path, spec.format, problem)
@@ -435,6 +432,20 @@ def _split_problem(hybrid: HybridSettings, workload: BatchWorkload, nodes: int, 
         f"{workload.name!r} routed to {side} has {nodes}-node jobs; give {side} more nodes or route the "
         "workload elsewhere (models.hybrid.routing)"
     )
+
+
+def _check_demand(located: Located, loc: Loc, written: Path, problem: Callable[[Loc, str], None]) -> None:
+    """A service's demand CSV exists and reads (its own file and line in the message)."""
+    from gpuplan.workload.synthesis import read_demand_csv  # synthesis imports this module
+
+    path = _resolve(located, written)
+    if not path.is_file():
+        problem(loc, f"no such file: {path}")
+        return
+    try:
+        read_demand_csv(path)
+    except InputError as exc:
+        problem(loc, f"the demand curve is not readable: {exc}")
 
 
 def _resolve(located: Located, path: Path) -> Path:

@@ -270,7 +270,11 @@ class Demand(Section):
     noise: float = Field(
         0.0, ge=0, le=10, description="relative standard deviation of 5-minute noise (at most 10)"
     )
-    csv: Path | None = None
+    csv: Path | None = Field(
+        None,
+        description="a CSV with a header naming time_s and requests_per_s, then rows of seconds from "
+        "the curve's start (increasing) and requests/s; relative to the scenario file",
+    )
 
     @model_validator(mode="after")
     def _curve(self) -> Demand:
