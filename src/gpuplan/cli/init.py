@@ -16,7 +16,10 @@ def init(
     path: Annotated[Path, typer.Option("--out", help="Scenario file to write.")] = Path("scenario.yaml"),
     answers: Annotated[
         Path | None,
-        typer.Option(help="Answers as YAML or JSON (question: answer); unanswered questions take defaults."),
+        typer.Option(
+            help="Answers as YAML or JSON (question: answer; the questions are listed in "
+            "docs/init-answers.md); unanswered questions take defaults."
+        ),
     ] = None,
     force: Annotated[bool, typer.Option(help="Replace OUT if it exists.")] = False,
     quiet: QuietOption = False,
