@@ -19,14 +19,10 @@ from gpuplan.advisor.recommendation import Recommendation, Tip
 from gpuplan.inputs import load_input
 from gpuplan.recommend import RecommendRequest, bundled_example, recommend
 from gpuplan.report import build_report, rebuild
-from gpuplan.report.context import (
-    plan_blocks,
-    pool_costs,
-    rate,
-    settings_tables,
-)
+from gpuplan.report.context import plan_blocks, pool_costs, settings_tables
 from gpuplan.report.results import read_recommendation
 from gpuplan.report.series import CHART_BINS
+from gpuplan.report.words import rate
 from gpuplan.simulate import SimulateRequest, simulate
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -324,44 +320,28 @@ def test_every_models_cost_rows_add_up_to_its_summary_cost(priced: Path) -> None
     for model, body in summary["models"].items():
         assert body["cost_usd"] is not None, model  # every pool has a price
         rows = [line.split(" | ") for line in cost.splitlines() if line.startswith(f"| {model} | ")]
-        pools = [r for r in rows if not r[1].startswith(("total", "not attributed"))]
+        pools = [r for r in rows if not r[1].startswith("total")]
         assert {r[1] for r in pools} == set(body["cluster"]["pools"]), model
         assert all(r[3] != "-" and r[5].rstrip(" |") != "-" for r in pools), (model, pools)
         parts = sum(_dollars(r[5].rstrip(" |")) for r in rows if not r[1].startswith("total"))
         assert parts == pytest.approx(body["cost_usd"], abs=len(rows)), model  # rounding to the dollar
     assert "| hybrid | gpu/kubernetes | 8 | 2.50 |" in cost
-    # the pools explain the whole total, lent and borrowed nodes included: nothing left unattributed
-    assert "not attributed" not in cost
 
 
-def test_pool_costs_read_the_summarys_per_pool_figures() -> None:
+def test_pool_costs_are_the_summarys_per_pool_figures() -> None:
     body = {
-        "makespan_s": 7200.0,
-        "cost_usd": 31.0,
         "cluster": {
             "pools": {
                 "gpu/slurm": {"nodes": 1, "gpus_per_node": 4, "gpus": 4, "price_per_gpu_hour": 2.0,
                               "gpu_hours_available": 6.0, "cost_usd": 12.0},
-                "gpu/kubernetes": {"nodes": 1, "gpus_per_node": 4, "gpus": 4},
+                "gpu/kubernetes": {"nodes": 1, "gpus_per_node": 4, "gpus": 4, "price_per_gpu_hour": None,
+                                   "gpu_hours_available": 8.0, "cost_usd": None},
             }
         },
-        "kubernetes": {"kubernetes": {"node_pools": {"gpu": {"node_hours": 1.5}}}},
     }  # fmt: skip
-    given, derived = pool_costs(body, {"gpu": 2.5})
-    assert (given.price, given.gpu_hours, given.cost) == (2.0, 6.0, 12.0)  # the summary's own figures
-    # POOL/kubernetes is part of POOL, up for the node-hours the Kubernetes side counted
-    assert (derived.price, derived.gpu_hours, derived.cost) == (2.5, 6.0, 15.0)
-
-
-def test_a_total_that_the_pools_do_not_explain_is_shown_not_hidden(tmp_path: Path, priced: Path) -> None:
-    results = _copy(priced, tmp_path)
-    summary = _summary(results)
-    summary["models"]["slurm"]["cost_usd"] += 100.0
-    (results / "summary.json").write_text(json.dumps(summary))
-    _build(results)
-    cost = section(markdown(results), "Cost")
-    assert re.search(r"^\| slurm \| not attributed to a pool \|( +\|){3} \$100 \|$", cost, re.M), cost
-    assert "For slurm, summary.json's total differs from the sum of the pools" in cost
+    priced, unpriced = pool_costs(body)
+    assert (priced.pool, priced.price, priced.gpu_hours, priced.cost) == ("gpu/slurm", 2.0, 6.0, 12.0)
+    assert (unpriced.price, unpriced.gpu_hours, unpriced.cost) == (None, 8.0, None)
 
 
 # ---- the top of the report --------------------------------------------------------------------------

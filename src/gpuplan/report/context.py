@@ -9,15 +9,12 @@ renderer's.
 
 from __future__ import annotations
 
-import math
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib.resources import files
 from pathlib import Path
 from typing import Any, ClassVar, Literal
-
-import numpy as np
 
 from gpuplan.advisor import format as fmt
 from gpuplan.advisor.criteria import Criteria
@@ -26,14 +23,25 @@ from gpuplan.advisor.recommendation import ModelScore, Recommendation, Tip
 from gpuplan.report import charts
 from gpuplan.report.results import Columns
 from gpuplan.report.series import chart_bin_s, timeline_end_s, timeline_series, wait_cdfs
+from gpuplan.report.words import (
+    arrivals,
+    batch_other,
+    demand,
+    humanise,
+    join_words,
+    number,
+    plural,
+    run_time,
+    setting_value,
+    sizes,
+    time_limit,
+    trace_teams,
+    trace_window,
+)
 from gpuplan.scenario.load import LoadedScenario
 from gpuplan.scenario.model import (
-    Arrival,
     BatchWorkload,
-    Empirical,
-    LogNormal,
     ServiceWorkload,
-    TimeLimit,
     TraceWorkload,
 )
 from gpuplan.workload.services import Service
@@ -139,7 +147,6 @@ DECISIONS = {
     "single_model": "the only model simulated",
     "no_model_meets_targets": "no simulated model meets every target",
 }
-SIDES = ("slurm", "kubernetes")
 SIDE_NAMES = {"slurm": "Slurm", "kubernetes": "Kubernetes"}
 # the scenario's organisation questions as a reader says them (criteria.yaml's own questions)
 QUESTIONS = {
@@ -160,70 +167,6 @@ PLAN_SETTINGS = ("split", "split_source", "routing", "lending", "rerouted")
 
 def _v(value: Any, unit: str | None = None) -> str:
     return fmt.value(value if isinstance(value, int | float | str) else None, unit)
-
-
-def number(value: float) -> str:
-    """A number as a person writes it: no scientific notation, three significant digits below 100."""
-    if not math.isfinite(value):
-        return "-"
-    if abs(value) >= 100 or float(value).is_integer():
-        return f"{value:,.0f}"
-    return np.format_float_positional(float(value), precision=3, unique=True, fractional=False, trim="-")
-
-
-def percent(share: float) -> str:
-    """0.7 as "70 %" (the scenario's weights and factors; measured shares use fmt.value)."""
-    return f"{number(share * 100)} %"
-
-
-def plural(count: int, one: str, many: str | None = None) -> str:
-    return f"{count:,} {one if count == 1 else (many or one + 's')}"
-
-
-def humanise(key: str) -> str:
-    """A settings or scenario key as words: ``split_source`` -> "split source"."""
-    return key.replace("_", " ")
-
-
-def rate(per_second: float, what: str = "jobs") -> str:
-    """An arrival rate in the unit that reads best: per day, per hour when busier, per week when rarer."""
-    per_day = per_second * 86400.0
-    if per_day >= 100:
-        return f"{number(per_second * 3600.0)} {what} per hour"
-    if per_day >= 1 or per_day == 0:
-        return f"{number(per_day)} {what} per day"
-    return f"{number(per_day * 7)} {what} per week"
-
-
-def clock(hour: float) -> str:
-    minutes = round(hour * 60) % (24 * 60)
-    return f"{minutes // 60:02d}:{minutes % 60:02d}"
-
-
-def join_words(items: Sequence[str]) -> str:
-    """``a``, ``a and b``, ``a, b and c``."""
-    if len(items) <= 2:
-        return " and ".join(items)
-    return ", ".join(items[:-1]) + " and " + items[-1]
-
-
-def setting_value(key: str, value: Any) -> str:
-    """A scalar setting (or a list or mapping of scalars) in words; seconds (``*_s``) as durations."""
-    if value is None:
-        return "not set"
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        return fmt.duration(value) if key.endswith("_s") else number(value)
-    if isinstance(value, str):
-        return value
-    if isinstance(value, Mapping):
-        return "; ".join(f"{humanise(str(k))} {setting_value(str(k), v)}" for k, v in value.items()) or "none"
-    if isinstance(value, list | tuple):
-        return ", ".join(setting_value(key, v) for v in value) or "none"
-    return str(value)
 
 
 def _is_scalar_like(key: str, value: Any) -> bool:
@@ -968,77 +911,32 @@ class PoolCost:
     cost: float | None
 
 
-def pool_parts(name: str, spec: Mapping[str, Any]) -> tuple[str, str | None]:
-    """The scenario pool a summary pool is, and the hybrid side it is part of (None: the whole pool).
-    The hybrid model names its parts ``POOL/slurm`` and ``POOL/kubernetes``; a scenario pool's name
-    cannot hold a ``/``."""
-    named, side = spec.get("pool"), spec.get("side")
-    if isinstance(named, str):
-        return named, side if isinstance(side, str) else None
-    base, _, suffix = name.rpartition("/")
-    return (base, suffix) if base and suffix in SIDES else (name, None)
-
-
-def _gpu_hours_up(
-    body: Mapping[str, Any], spec: Mapping[str, Any], base: str, side: str | None
-) -> float | None:
-    """The GPU-hours a pool's nodes were up, from the figures summary.json gives per node pool: the
-    Kubernetes model's (and the hybrid model's Kubernetes side's) node-hours up, and the node-hours the
-    hybrid model's Slurm side lent. None when the pool was up over the whole makespan."""
-    per_node = lookup(spec, "gpus_per_node")
-    if per_node is None:
-        return None
-    if side == "kubernetes":
-        node_hours = lookup(body, f"kubernetes.kubernetes.node_pools.{base}.node_hours")
-    elif side is None:
-        node_hours = lookup(body, f"kubernetes.node_pools.{base}.node_hours")
-    else:
-        lent = lookup(body, f"settings.lending.node_hours_lent.{base}")
-        nodes, makespan_s = lookup(spec, "nodes"), lookup(body, "makespan_s")
-        if lent is None or nodes is None or makespan_s is None:
-            return None
-        node_hours = nodes * makespan_s / 3600.0 - lent
-    return node_hours * per_node if node_hours is not None else None
-
-
-def pool_costs(body: Mapping[str, Any], prices: Mapping[str, float | None]) -> list[PoolCost]:
-    """Each pool's GPUs, price, GPU-hours available and cost. summary.json's own per-pool figures are
-    used where it has them (``price_per_gpu_hour``, ``gpu_hours_available``, ``cost_usd`` of a
-    ``cluster.pools`` entry); otherwise the price is the scenario pool's (the hybrid model's
-    ``POOL/SIDE`` is part of POOL) and the GPU-hours are the hours its nodes were up where the
-    summary gives them per node pool, else all its GPUs over the makespan."""
-    hours = (lookup(body, "makespan_s") or 0.0) / 3600.0
-    costs = []
-    for pool, spec in lookup_mapping(body, "cluster", "pools").items():
-        spec = spec if isinstance(spec, Mapping) else {}
-        base, side = pool_parts(pool, spec)
-        gpus = lookup(spec, "gpus")
-        price = lookup(spec, "price_per_gpu_hour") if "price_per_gpu_hour" in spec else prices.get(base)
-        if "gpu_hours_available" in spec:
-            available = lookup(spec, "gpu_hours_available")
-        else:
-            up = _gpu_hours_up(body, spec, base, side)
-            available = up if up is not None else (gpus * hours if gpus is not None else None)
-        if "cost_usd" in spec:
-            cost = lookup(spec, "cost_usd")
-        else:
-            cost = available * price if available is not None and price is not None else None
-        costs.append(PoolCost(pool, gpus, price, available, cost))
-    return costs
+def pool_costs(body: Mapping[str, Any]) -> list[PoolCost]:
+    """Each pool's GPUs, price, GPU-hours available and cost, as summary.json's ``cluster.pools``
+    gives them (gpuplan.metrics.summary: the hybrid model's ``POOL/SIDE`` parts, an autoscaled pool's
+    hours up and a lending pool's hours lent are already counted there)."""
+    return [
+        PoolCost(
+            pool,
+            lookup(spec, "gpus"),
+            lookup(spec, "price_per_gpu_hour"),
+            lookup(spec, "gpu_hours_available"),
+            lookup(spec, "cost_usd"),
+        )
+        for pool, spec in lookup_mapping(body, "cluster", "pools").items()
+        if isinstance(spec, Mapping)
+    ]
 
 
 def cost_section(inputs: ReportInputs) -> Section:
     section = Section("cost", "Cost")
-    prices = {p.name: p.price_per_gpu_hour for p in inputs.scenario.pools} if inputs.scenario else {}
     models = _models(inputs)
     by_pool: dict[tuple[str, str], float] = {}
     rows = []
     unpriced: list[str] = []
-    unattributed: list[str] = []
     for model in models:
         body = inputs.summary["models"][model]
-        costs = pool_costs(body, prices)
-        for c in costs:
+        for c in pool_costs(body):
             if c.cost is not None:
                 by_pool[model, c.pool] = c.cost
             elif c.pool not in unpriced:
@@ -1053,18 +951,7 @@ def cost_section(inputs: ReportInputs) -> Section:
                     _v(c.cost, "usd"),
                 ]
             )
-        total = lookup(body, "cost_usd")
-        pools_sum = sum(c.cost for c in costs if c.cost is not None)
-        if total is not None and costs and all(c.cost is not None for c in costs):
-            rest = total - pools_sum
-            if abs(rest) > max(0.005, 1e-9 * abs(total)):  # more than half a cent and float rounding
-                by_pool[model, "not attributed to a pool"] = rest
-                unattributed.append(model)
-                shown = _v(abs(rest), "usd")
-                rows.append(
-                    [model, "not attributed to a pool", "", "", "", f"-{shown}" if rest < 0 else shown]
-                )
-        rows.append([model, "total (summary.json cost_usd)", "", "", "", _v(total, "usd")])
+        rows.append([model, "total (summary.json cost_usd)", "", "", "", _v(lookup(body, "cost_usd"), "usd")])
     if by_pool:
         pools = list(dict.fromkeys(pool for _, pool in by_pool))
         caption = f"Pools without a price are left out: {', '.join(unpriced)}." if unpriced else ""
@@ -1077,12 +964,6 @@ def cost_section(inputs: ReportInputs) -> Section:
         section.paragraph(
             f"No total where a pool has no price ({', '.join(unpriced)}): set price_per_gpu_hour on "
             "every pool."
-        )
-    if unattributed:
-        section.paragraph(
-            f"For {join_words(unattributed)}, summary.json's total differs from the sum of the pools: it "
-            "counts the GPU-hours nodes were up where they scale or are lent, which this summary does not "
-            "give for every pool; the difference is shown as not attributed to a pool."
         )
     section.table(Table(["model", "pool", "GPUs", "USD per GPU-hour", "GPU-hours available", "cost"], rows))
     return section
@@ -1142,90 +1023,6 @@ def criteria_section(inputs: ReportInputs) -> Section:
 # ---- assumptions: the scenario in words ------------------------------------------------------------
 
 
-def _sizes(workload: BatchWorkload) -> str:
-    mix = workload.size_mix()
-    if len(mix) == 1:
-        nodes, gpus, _ = mix[0]
-        return f"{nodes}x{gpus}"
-    return ", ".join(f"{nodes}x{gpus} ({percent(p)})" for nodes, gpus, p in mix)
-
-
-def _arrivals(arrival: Arrival) -> str:
-    parts = [rate(arrival.rate)]
-    if arrival.diurnal is not None:
-        parts.append(
-            f"peaking at {clock(arrival.diurnal.peak_hour)} at {number(arrival.diurnal.peak_to_trough)}x "
-            "the trough"
-        )
-    if arrival.weekly is not None:
-        parts.append(f"weekends at {percent(arrival.weekly.weekend_factor)} of the weekday rate")
-    for burst in arrival.bursts:
-        parts.append(
-            f"burst {burst.name}: x{number(burst.factor)} for {fmt.duration(burst.duration)} "
-            f"from {fmt.duration(burst.start)} after the start"
-        )
-    return ", ".join(parts)
-
-
-def _run_time(duration: LogNormal | Empirical) -> str:
-    if isinstance(duration, Empirical):
-        scale = f", scaled x{number(duration.scale)}" if duration.scale != 1 else ""
-        return f"resampled from {duration.trace}{scale}"
-    text = f"median {fmt.duration(duration.median)} (lognormal, sigma {number(duration.sigma)})"
-    return text + (f", at most {fmt.duration(duration.max)}" if duration.max is not None else "")
-
-
-def _time_limit(limit: TimeLimit) -> str:
-    text = f"median {number(limit.over_request)}x the run time (sigma {number(limit.sigma)})"
-    if limit.round_to is not None:
-        text += f", rounded up to {fmt.duration(limit.round_to)}"
-    if limit.max is not None:
-        text += f", at most {fmt.duration(limit.max)}"
-    return text
-
-
-def _batch_other(workload: BatchWorkload) -> str:
-    parts = []
-    if workload.multi_node:
-        parts.append("MPI over RDMA")
-    if workload.checkpoint_interval is not None:
-        parts.append(f"checkpoints every {fmt.duration(workload.checkpoint_interval)}")
-    parts.append(f"QoS {workload.qos}")
-    if workload.partition is not None:
-        parts.append(f"partition {workload.partition}")
-    return "; ".join(parts)
-
-
-def _demand(service: ServiceWorkload) -> str:
-    demand = service.demand
-    if demand.csv is not None:
-        return f"from {demand.csv} (requests/s over time, repeated)"
-    text = (
-        f"{number(demand.trough or 0.0)} to {number(demand.peak or 0.0)} requests/s, "
-        f"peak at {clock(demand.peak_hour)}"
-    )
-    if demand.weekly is not None:
-        text += f", weekends at {percent(demand.weekly.weekend_factor)}"
-    if demand.noise:
-        text += f", noise {percent(demand.noise)}"
-    return text
-
-
-def _trace_window(workload: TraceWorkload) -> str:
-    window = workload.trace.window
-    if window.start == 0 and window.end is None:
-        return "the whole trace"
-    end = "its end" if window.end is None else fmt.duration(window.end)
-    return f"from {fmt.duration(window.start)} to {end}"
-
-
-def _trace_teams(workload: TraceWorkload) -> str:
-    trace = workload.trace
-    if trace.team is not None:
-        return f"all to team {trace.team}"
-    return ", ".join(f"{source} to {team}" for source, team in (trace.team_map or {}).items())
-
-
 def workload_tables(loaded: LoadedScenario) -> list[Table]:
     """The scenario's workloads in words: rates per day or hour, sizes, durations with units."""
     workloads = loaded.scenario.workloads
@@ -1253,11 +1050,11 @@ def workload_tables(loaded: LoadedScenario) -> list[Table]:
                         w.kind,
                         w.team,
                         w.pool or "first that fits",
-                        _arrivals(w.arrival),
-                        _sizes(w),
-                        _run_time(w.duration),
-                        _time_limit(w.time_limit),
-                        _batch_other(w),
+                        arrivals(w.arrival),
+                        sizes(w),
+                        run_time(w.duration),
+                        time_limit(w.time_limit),
+                        batch_other(w),
                     ]
                     for w in batch
                 ],
@@ -1274,7 +1071,7 @@ def workload_tables(loaded: LoadedScenario) -> list[Table]:
                         w.team,
                         w.pool or "first that fits",
                         f"{w.replicas.min} to {w.replicas.max} of {plural(w.gpus_per_replica, 'GPU')}",
-                        _demand(w),
+                        demand(w),
                         f"{number(w.throughput_per_replica)} requests/s",
                         f"demand served {fmt.value(w.slo_target, 'share')} of the time",
                     ]
@@ -1294,14 +1091,14 @@ def workload_tables(loaded: LoadedScenario) -> list[Table]:
                         w.pool or "first that fits",
                         str(w.trace.path),
                         w.trace.format or "from the file name",
-                        _trace_window(w),
+                        trace_window(w),
                         (
                             "as recorded"
                             if w.trace.load_scale == 1
                             else f"x{number(w.trace.load_scale)} as fast"
                         )
                         + ("; submitted ahead (sbatch --begin)" if w.trace.submitted_early else ""),
-                        _trace_teams(w),
+                        trace_teams(w),
                     ]
                     for w in traces
                 ],
