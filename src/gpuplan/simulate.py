@@ -12,7 +12,7 @@ import numpy as np
 
 from gpuplan import __version__
 from gpuplan.inputs import Input, InputOptions, load_input
-from gpuplan.metrics.summary import summarize
+from gpuplan.metrics.summary import summarize, work_by_workload
 from gpuplan.results import manifest
 from gpuplan.results.files import RESULT_FILES, jobs_table, timeline_table, write_summary, write_tables
 from gpuplan.scenario.model import SlurmSettings as ScenarioSlurm
@@ -128,17 +128,11 @@ def work_not_done_warning(loaded: Input, run: ModelRun, summary: dict[str, Any])
     work = summary["work_not_done"]
     if not work["jobs"]:
         return None
-    parts = [
-        f"{name} {figures['jobs']:,} ("
-        + ", ".join(f"{why}: {count:,}" for why, count in figures["reasons"].items())
-        + ")"
-        for name, figures in work["by_workload"].items()
-    ]
     sentence = (
         f"{run.model} leaves {work['jobs']:,} job(s) ({work['gpu_hours']:,.0f} GPU-hours) undone: "
         f"{work['rejected']['jobs']:,} rejected (they can never run on its cluster), "
         f"{work['unfinished']['jobs']:,} unfinished; by {'workload' if run.jobs.workload else 'team'}: "
-        + "; ".join(parts)
+        + work_by_workload(work)
     )
     rejected = np.flatnonzero(run.state == REJECTED)
     if loaded.trace is not None and len(rejected):

@@ -41,6 +41,7 @@ from gpuplan.advisor.recommendation import (
     Tip,
 )
 from gpuplan.errors import InputError
+from gpuplan.metrics.summary import work_by_workload
 
 # Without a target, "lower is better" figures are compared with the best model as
 # (best + floor) / (value + floor): a 20 s against a 0 s p95 wait is no real difference.
@@ -270,14 +271,9 @@ def work_warnings(evidence: Evidence, models: list[ModelScore]) -> list[str]:
     for model in models:
         if not model.work_not_done_jobs:
             continue
-        outcome = evidence.outcomes[model.model]
-        by_workload = outcome.get("work_not_done", {}).get("by_workload", {})
-        parts = []
-        for name, figures in by_workload.items():
-            reasons = ", ".join(f"{why} ({count:,})" for why, count in figures.get("reasons", {}).items())
-            parts.append(f"{name}: {figures.get('jobs', 0):,} job(s), {reasons}")
+        by_workload = work_by_workload(evidence.outcomes[model.model].get("work_not_done", {}))
         done_by = f"; {', '.join(best)} {'does' if len(best) == 1 else 'do'} all of it" if best else ""
-        detail = f": {'; '.join(parts)}" if parts else ""
+        detail = f": {by_workload}" if by_workload else ""
         sentences.append(
             f"{model.model} leaves {_work_phrase(model.work_not_done_jobs, model.work_not_done_gpu_hours)} "
             f"undone{detail}{done_by}"

@@ -21,6 +21,7 @@ from gpuplan.cli.common import (
     SkipBadLinesOption,
     call,
     console,
+    user_errors,
     warn,
 )
 
@@ -79,7 +80,8 @@ def simulate(
     from gpuplan.simulate import simulate as run_simulation
 
     if backfill is not None and model is Model.kubernetes:
-        call(_raise(InputError("applies to the slurm and hybrid models, not kubernetes", field="--backfill")))
+        with user_errors():
+            raise InputError("applies to the slurm and hybrid models, not kubernetes", field="--backfill")
 
     request = SimulateRequest(
         input=input,
@@ -94,13 +96,6 @@ def simulate(
         sys.stdout.write(json.dumps(result.model_summary, indent=2) + "\n")
     elif not quiet:
         print_summary(console(), result.model_summary, result.files)
-
-
-def _raise(exc: Exception) -> Any:
-    def fail() -> None:
-        raise exc
-
-    return fail
 
 
 def _seconds(value: float | None) -> str:

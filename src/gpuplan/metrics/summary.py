@@ -92,6 +92,16 @@ def work_not_done(run: ModelRun) -> dict[str, Any]:
     }
 
 
+def work_by_workload(work: dict[str, Any]) -> str:
+    """``work_not_done.by_workload`` in words: ``nightly 28 (NodeConfigNotAvailable: 28); ...``."""
+    return "; ".join(
+        f"{name} {figures['jobs']:,} ("
+        + ", ".join(f"{why}: {count:,}" for why, count in figures["reasons"].items())
+        + ")"
+        for name, figures in work.get("by_workload", {}).items()
+    )
+
+
 def summarize(run: ModelRun, team_shares: dict[str, float] | None = None) -> dict[str, Any]:
     """Summary figures of one model's run. ``team_shares`` (default: equal) weights fairness."""
     jobs = run.jobs
