@@ -15,7 +15,7 @@ import pyarrow  # noqa: F401  (imported before the baseline, as gpuplan simulate
 
 from gpuplan.inputs import cluster_nodes
 from gpuplan.sim.cluster import Pool
-from gpuplan.sim.slurm import SlurmSettings, simulate_slurm
+from gpuplan.sim.slurm.model import SlurmSettings, simulate_slurm
 from gpuplan.workload.jobtable import JobTable
 from gpuplan.workload.swf import read_swf
 

@@ -21,7 +21,7 @@ import yaml
 
 from gpuplan.scenario.load import load_scenario
 from gpuplan.sim.cluster import Pool
-from gpuplan.sim.slurm import simulate_slurm
+from gpuplan.sim.slurm.model import simulate_slurm
 from gpuplan.simulate import slurm_settings
 from gpuplan.workload.synthesis import synthesize
 

@@ -9,7 +9,7 @@ import numpy as np
 
 from gpuplan.sim.cluster import Pool
 from gpuplan.sim.outcome import ModelRun
-from gpuplan.sim.slurm import SlurmSettings, simulate_slurm
+from gpuplan.sim.slurm.model import SlurmSettings, simulate_slurm
 from gpuplan.workload.jobtable import JobTable, Labels
 from gpuplan.workload.trace import Trace
 

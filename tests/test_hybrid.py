@@ -17,7 +17,7 @@ from gpuplan.cli import app
 from gpuplan.compare import CompareRequest, compare
 from gpuplan.errors import GpuplanError
 from gpuplan.scenario.hybrid import RoutingRule
-from gpuplan.sim.hybrid import route_jobs_to_kubernetes
+from gpuplan.sim.hybrid.model import route_jobs_to_kubernetes
 from gpuplan.workload.jobtable import JobTable, Labels
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"

@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 
 from gpuplan.sim.cluster import Pool
 from gpuplan.sim.outcome import ModelRun
-from gpuplan.sim.partitions import Partition
-from gpuplan.sim.slurm import SlurmSettings, simulate_slurm
+from gpuplan.sim.slurm.model import SlurmSettings, simulate_slurm
+from gpuplan.sim.slurm.partitions import Partition
 
 from builders import MAIN_EVERY_SECOND, Workload, assert_no_node_overcommitted, workload
 

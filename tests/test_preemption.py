@@ -13,9 +13,9 @@ from hypothesis import strategies as st
 
 from gpuplan.sim.cluster import Pool
 from gpuplan.sim.outcome import JOB_STATES, ModelRun
-from gpuplan.sim.partitions import Partition
-from gpuplan.sim.qos import Qos
-from gpuplan.sim.slurm import SlurmSettings, simulate_slurm
+from gpuplan.sim.slurm.model import SlurmSettings, simulate_slurm
+from gpuplan.sim.slurm.partitions import Partition
+from gpuplan.sim.slurm.qos import Qos
 
 from builders import Workload, workload
 

@@ -8,9 +8,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gpuplan.sim.cluster import Pool
-from gpuplan.sim.fairshare import Classic, FairTree, usage_period
-from gpuplan.sim.priority import MultifactorSettings
-from gpuplan.sim.slurm import SlurmSettings, simulate_slurm
+from gpuplan.sim.slurm.fairshare import Classic, FairTree, usage_period
+from gpuplan.sim.slurm.model import SlurmSettings, simulate_slurm
+from gpuplan.sim.slurm.priority import MultifactorSettings
 from test_policies import bf_settings, workloads
 
 from builders import Workload, reference_for, starts_of, workload

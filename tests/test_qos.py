@@ -8,9 +8,9 @@ from hypothesis import strategies as st
 
 from gpuplan.sim.cluster import Pool
 from gpuplan.sim.outcome import JOB_STATES
-from gpuplan.sim.priority import MultifactorSettings
-from gpuplan.sim.qos import Qos
-from gpuplan.sim.slurm import SlurmSettings, simulate_slurm
+from gpuplan.sim.slurm.model import SlurmSettings, simulate_slurm
+from gpuplan.sim.slurm.priority import MultifactorSettings
+from gpuplan.sim.slurm.qos import Qos
 
 from builders import MAIN_EVERY_SECOND, Workload, starts_of, workload
 

@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 from gpuplan.errors import InputError
 from gpuplan.sim.cluster import Pool
 from gpuplan.sim.outcome import ModelRun
-from gpuplan.sim.reservations import Reservation
-from gpuplan.sim.slurm import SlurmSettings, simulate_slurm
+from gpuplan.sim.slurm.model import SlurmSettings, simulate_slurm
+from gpuplan.sim.slurm.reservations import Reservation
 
 from builders import MAIN_EVERY_SECOND, Workload, expand_hosts, workload
 
@@ -109,7 +109,7 @@ def test_preemption_never_starts_a_job_into_a_reservation(backfill: str) -> None
     """With preemption on, a job that does not fit because an advance reservation holds a node (and
     no running job could make room) waits: the preemption path counted free nodes without the
     reservation and started it into the window ("policy ... started a job that did not fit")."""
-    from gpuplan.sim.partitions import Partition
+    from gpuplan.sim.slurm.partitions import Partition
 
     tiers = (Partition("high", "batch", priority_tier=2), Partition("low", "batch", priority_tier=1))
     jobs = workload().job(submit=0, run=50, limit=50, nodes=1).job(submit=95, run=80, limit=80, nodes=2)

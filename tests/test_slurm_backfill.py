@@ -13,8 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gpuplan.sim.cluster import Pool
-from gpuplan.sim.priority import MultifactorSettings
-from gpuplan.sim.slurm import SlurmSettings, simulate_slurm
+from gpuplan.sim.slurm.model import SlurmSettings, simulate_slurm
+from gpuplan.sim.slurm.priority import MultifactorSettings
 
 from builders import MAIN_EVERY_SECOND, Workload, reference_for, starts_of, workload
 

@@ -18,8 +18,8 @@ import pyarrow.parquet as pq
 
 from gpuplan.inputs import InputOptions
 from gpuplan.sim.cluster import Pool
-from gpuplan.sim.qos import Qos
-from gpuplan.sim.slurm import SlurmSettings, simulate_slurm
+from gpuplan.sim.slurm.model import SlurmSettings, simulate_slurm
+from gpuplan.sim.slurm.qos import Qos
 from gpuplan.simulate import SimulateRequest, simulate
 from gpuplan.workload.sacct import read_sacct
 

@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 
 from gpuplan.sim.cluster import Pool
 from gpuplan.sim.outcome import ModelRun
-from gpuplan.sim.slurm import SlurmSettings, simulate_slurm
-from gpuplan.sim.topology import Topology
+from gpuplan.sim.slurm.model import SlurmSettings, simulate_slurm
+from gpuplan.sim.slurm.topology import Topology
 
 from builders import Workload, assert_no_node_overcommitted, workload
 

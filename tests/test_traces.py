@@ -10,7 +10,7 @@ import pytest
 
 from gpuplan.inputs import cluster_nodes
 from gpuplan.sim.cluster import Pool
-from gpuplan.sim.slurm import SlurmSettings, simulate_slurm
+from gpuplan.sim.slurm.model import SlurmSettings, simulate_slurm
 from gpuplan.workload.swf import read_swf
 
 from builders import reference_for, starts_of

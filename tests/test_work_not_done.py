@@ -20,8 +20,8 @@ from gpuplan.advisor.scoring import recommend
 from gpuplan.metrics.summary import summarize
 from gpuplan.sim.cluster import Pool
 from gpuplan.sim.outcome import COMPLETED, REJECTED, UNFINISHED, ModelRun
-from gpuplan.sim.qos import Qos
-from gpuplan.sim.slurm import SlurmSettings, simulate_slurm
+from gpuplan.sim.slurm.model import SlurmSettings, simulate_slurm
+from gpuplan.sim.slurm.qos import Qos
 
 from builders import gpuplan, workload
 

@@ -16,16 +16,16 @@ from gpuplan.metrics.summary import summarize, work_by_workload
 from gpuplan.results import manifest
 from gpuplan.results.files import RESULT_FILES, jobs_table, timeline_table, write_summary, write_tables
 from gpuplan.scenario.model import SlurmSettings as ScenarioSlurm
-from gpuplan.sim.hybrid import run_hybrid
+from gpuplan.sim.hybrid.model import run_hybrid
 from gpuplan.sim.kubernetes.runner import run_kubernetes
 from gpuplan.sim.outcome import REJECTED, ModelRun
-from gpuplan.sim.partitions import Partition
-from gpuplan.sim.priority import MultifactorSettings
-from gpuplan.sim.qos import Qos
 from gpuplan.sim.registry import Registry
-from gpuplan.sim.reservations import Reservation
-from gpuplan.sim.slurm import SlurmSettings, simulate_slurm
-from gpuplan.sim.topology import Topology
+from gpuplan.sim.slurm.model import SlurmSettings, simulate_slurm
+from gpuplan.sim.slurm.partitions import Partition
+from gpuplan.sim.slurm.priority import MultifactorSettings
+from gpuplan.sim.slurm.qos import Qos
+from gpuplan.sim.slurm.reservations import Reservation
+from gpuplan.sim.slurm.topology import Topology
 
 
 @dataclass(frozen=True)
@@ -187,7 +187,7 @@ MODELS.register("kubernetes", run_kubernetes)
 
 
 def run_hybrid_model(loaded: Input, request: SimulateRequest) -> ModelRun:
-    """Slurm and Kubernetes side by side (``gpuplan.sim.hybrid``)."""
+    """Slurm and Kubernetes side by side (``gpuplan.sim.hybrid.model``)."""
     return run_hybrid(loaded, request, {"slurm": run_slurm, "kubernetes": run_kubernetes})
 
 

@@ -421,7 +421,7 @@ def _check_references(
 def _split_problem(hybrid: HybridSettings, workload: BatchWorkload, nodes: int, pool: ResolvedPool) -> str:
     """Why the given split of ``pool`` cannot hold ``workload``'s jobs of ``nodes`` nodes ("" if it
     can): they are routed to a side whose part is smaller, by a rule, or by the defaults with the
-    other side too small as well (gpuplan.sim.hybrid moves default-routed jobs where they fit)."""
+    other side too small as well (gpuplan.sim.hybrid.model moves default-routed jobs where they fit)."""
     side, by_rule = hybrid.side_of(workload.kind, workload.team, workload.name, nodes > 1)
     part = {"slurm": hybrid.split[pool.name], "kubernetes": pool.nodes - hybrid.split[pool.name]}
     other = "kubernetes" if side == "slurm" else "slurm"

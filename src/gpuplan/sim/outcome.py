@@ -9,7 +9,7 @@ import numpy as np
 import numpy.typing as npt
 
 from gpuplan.sim.cluster import Pool
-from gpuplan.sim.engine import Timeline
+from gpuplan.sim.engine.core import Timeline
 from gpuplan.workload.jobtable import Float64, Int32, Int64, JobTable, Labels
 
 if TYPE_CHECKING:

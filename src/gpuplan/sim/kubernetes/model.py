@@ -31,7 +31,7 @@ import numpy as np
 
 from gpuplan.scenario.kubernetes import KubernetesSettings
 from gpuplan.sim.cluster import Pool
-from gpuplan.sim.engine import Timeline
+from gpuplan.sim.engine.core import Timeline
 from gpuplan.sim.kubernetes.autoscaler import scale_down_candidates, scale_up
 from gpuplan.sim.kubernetes.cluster import MILLI, UNKNOWN, NodePoolSpec, Nodes
 from gpuplan.sim.kubernetes.kueue import Decision, Kueue

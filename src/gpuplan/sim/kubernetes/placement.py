@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from gpuplan.sim.engine import Timeline
+from gpuplan.sim.engine.core import Timeline
 from gpuplan.sim.kubernetes.cluster import Nodes, hostlist
 from gpuplan.workload.jobtable import Bool, Int32, Int64
 

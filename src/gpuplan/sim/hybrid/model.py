@@ -9,7 +9,7 @@ pipelines and application teams, each on its own part of every pool.
   peak (replicas at peak demand, packed per node) plus a share of the rest in proportion to the
   GPU-hours of the jobs routed to it; Slurm the remainder; a side with work keeps at least one node
   and a side with none gets none.
-- Each side runs its own model (``gpuplan.sim.slurm``, ``gpuplan.sim.kubernetes``) on its part, and
+- Each side runs its own model (``gpuplan.sim.slurm.model``, ``gpuplan.sim.kubernetes``) on its part, and
   the two runs are reported as one: pools are named ``POOL/slurm`` and ``POOL/kubernetes``.
 - Lending (``models.hybrid.lending``, ``kubernetes_borrows``): Kubernetes runs first, its node pool
   allowed to grow by the nodes Slurm may lend, a borrowed node taking ``grace_time`` (the drain)
@@ -32,7 +32,7 @@ import numpy as np
 from gpuplan.errors import InputError
 from gpuplan.scenario.hybrid import HybridSettings, Lending, RoutingRule
 from gpuplan.scenario.kubernetes import NodePool
-from gpuplan.sim.engine import Lending as EngineLending
+from gpuplan.sim.engine.core import Lending as EngineLending
 from gpuplan.sim.outcome import ModelRun, PoolSchedule
 from gpuplan.workload.jobtable import Bool, Int32, JobTable, Labels
 from gpuplan.workload.services import Service
@@ -416,7 +416,7 @@ def _lent_nodes(
 def _slurm_with_lending(slurm: Input, lent: dict[str, EngineLending], backfill: str | None) -> ModelRun:
     """The Slurm side with the nodes it lends; ``backfill`` (``simulate --backfill``) as for the
     static split."""
-    from gpuplan.sim.slurm import simulate_slurm
+    from gpuplan.sim.slurm.model import simulate_slurm
     from gpuplan.simulate import slurm_settings
 
     assert slurm.scenario is not None

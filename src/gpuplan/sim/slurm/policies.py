@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gpuplan.sim.engine import compiled_passes
+from gpuplan.sim.engine.core import compiled_passes
 from gpuplan.sim.registry import Registry
 
 

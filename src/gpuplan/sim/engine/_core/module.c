@@ -1,4 +1,4 @@
-/* Python bindings of the batch engine: gpuplan.sim._batchcore. Arrays come in through the buffer
+/* Python bindings of the batch engine: gpuplan.sim.engine._batchcore. Arrays come in through the buffer
  * protocol (NumPy arrays, C-contiguous, dtypes checked by size), so building needs no NumPy headers. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>

@@ -5,7 +5,7 @@ A job held by a limit stays pending (Slurm's reasons ``QOSMaxGRESPerUser``, ``QO
 ``QOSGrpGRES``) and, as in slurmctld's scheduler, is skipped: it blocks no job behind it. A job whose
 time limit exceeds ``MaxWall`` is refused at submit. The QoS ``normal`` (no limits) always exists;
 jobs naming an unknown QoS get it. ``Preempt``, ``PreemptMode`` and ``GraceTime`` serve
-``PreemptType=preempt/qos`` (``gpuplan.sim.preemption``).
+``PreemptType=preempt/qos`` (``gpuplan.sim.slurm.preemption``).
 """
 
 from __future__ import annotations

@@ -36,7 +36,7 @@ class Reservation:
 
 @dataclass(frozen=True)
 class ReservationInputs:
-    """Windows of one pool for the engine (see ``_core/engine.h``)."""
+    """Windows of one pool for the engine (see ``sim/engine/_core/engine.h``)."""
 
     start: Float64
     end: Float64

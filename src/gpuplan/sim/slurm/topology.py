@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from gpuplan.sim.engine import BatchSchedule
+from gpuplan.sim.engine.core import BatchSchedule
 from gpuplan.workload.jobtable import Int32
 
 

@@ -7,7 +7,7 @@ factor + ``PriorityWeightJobSize`` x nodes / nodes of the partition + ``Priority
 partition factor (``PriorityJobFactor`` / the highest) + ``PriorityWeightQOS`` x QoS factor (its
 ``Priority`` / the highest). The engine keeps the queue in priority order and recomputes it every
 ``PriorityCalcPeriod`` (``_core/priority.c``); the fair-share factor comes from
-``gpuplan.sim.fairshare``. Partitions sharing nodes are ordered by ``PriorityTier`` before any
+``gpuplan.sim.slurm.fairshare``. Partitions sharing nodes are ordered by ``PriorityTier`` before any
 priority (with ``priority/basic`` too), which ``tiered`` folds into the priority's high part.
 """
 
@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import numpy.typing as npt
 
-from gpuplan.sim.fairshare import ALGORITHMS, FairShare
+from gpuplan.sim.slurm.fairshare import ALGORITHMS, FairShare
 from gpuplan.workload.jobtable import Float64, Int32, Labels
 
 DAY_S = 86400.0

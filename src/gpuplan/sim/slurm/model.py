@@ -1,13 +1,14 @@
 """The Slurm operating model (OCI HPC Stack).
 
-Partitions (``gpuplan.sim.partitions``) share the whole nodes of a pool (``OverSubscribe=EXCLUSIVE``);
-the queue is ordered by partition ``PriorityTier``, then by job priority (``priority/basic``: submit
-order; ``priority/multifactor``: ``gpuplan.sim.priority``); QoS limits hold jobs
-(``gpuplan.sim.qos``); the main scheduler and the backfill modes are ``gpuplan.sim.policies``; jobs
-preempt per ``PreemptType`` (``gpuplan.sim.preemption``). Time limits are enforced as Slurm does
-without ``OverTimeLimit``: a job whose run time exceeds its time limit (``--time``, SWF "requested
-time", else the partition's ``DefaultTime``) is killed at the limit; the scheduler's estimate of a
-job's run time is its time limit, or its run time when it has none.
+Partitions (``gpuplan.sim.slurm.partitions``) share the whole nodes of a pool
+(``OverSubscribe=EXCLUSIVE``); the queue is ordered by partition ``PriorityTier``, then by job
+priority (``priority/basic``: submit order; ``priority/multifactor``: ``gpuplan.sim.slurm.priority``);
+QoS limits hold jobs (``gpuplan.sim.slurm.qos``); the main scheduler and the backfill modes are
+``gpuplan.sim.slurm.policies``; jobs preempt per ``PreemptType`` (``gpuplan.sim.slurm.preemption``).
+Time limits are enforced as Slurm does without ``OverTimeLimit``: a job whose run time exceeds its
+time limit (``--time``, SWF "requested time", else the partition's ``DefaultTime``) is killed at the
+limit; the scheduler's estimate of a job's run time is its time limit, or its run time when it has
+none.
 
 Inference services have no autoscaler under Slurm: each runs as a long job sized for its peak
 (``max`` replicas, whole nodes) for the whole run, so its nodes are taken out of the pool before
@@ -24,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from gpuplan.sim.cluster import Pool
-from gpuplan.sim.engine import HELD_REASONS, BatchJobs, Lending, run_batch
+from gpuplan.sim.engine.core import HELD_REASONS, BatchJobs, Lending, run_batch
 from gpuplan.sim.outcome import (
     COMPLETED,
     KILLED_AT_LIMIT,
@@ -35,13 +36,24 @@ from gpuplan.sim.outcome import (
     PoolSchedule,
     ServiceOutcome,
 )
-from gpuplan.sim.partitions import REFUSALS, Partition, partition_table, pool_index, route_jobs
-from gpuplan.sim.policies import BACKFILL
-from gpuplan.sim.preemption import DEFAULT_REQUEUE_DELAY_S, PreemptClass, preemption_inputs, requeue_state
-from gpuplan.sim.priority import ControllerClock, MultifactorSettings, PriorityInputs, multifactor, tiered
-from gpuplan.sim.qos import Qos, limits, qos_of_jobs, qos_table
-from gpuplan.sim.reservations import Reservation, reservation_inputs
-from gpuplan.sim.topology import Topology, blocks_spanned, fragmentation
+from gpuplan.sim.slurm.partitions import REFUSALS, Partition, partition_table, pool_index, route_jobs
+from gpuplan.sim.slurm.policies import BACKFILL
+from gpuplan.sim.slurm.preemption import (
+    DEFAULT_REQUEUE_DELAY_S,
+    PreemptClass,
+    preemption_inputs,
+    requeue_state,
+)
+from gpuplan.sim.slurm.priority import (
+    ControllerClock,
+    MultifactorSettings,
+    PriorityInputs,
+    multifactor,
+    tiered,
+)
+from gpuplan.sim.slurm.qos import Qos, limits, qos_of_jobs, qos_table
+from gpuplan.sim.slurm.reservations import Reservation, reservation_inputs
+from gpuplan.sim.slurm.topology import Topology, blocks_spanned, fragmentation
 from gpuplan.workload.jobtable import JobTable, Labels
 from gpuplan.workload.services import DEMAND_STEP_S, Service
 

@@ -2,8 +2,8 @@
 
 The event loop itself is compiled (``_core/engine.c``): it knows time, events (job arrivals and
 ends) and cluster state (free nodes of a pool), and calls one scheduling pass per instant, chosen
-by name from the compiled passes (``_core/policies.c``). At each instant it applies all job ends,
-then all arrivals, then one pass. A job asks N whole nodes and starts on all of them at once; one
+by name from the compiled passes (``sim/slurm/_core/policies.c``). At each instant it applies all
+job ends, then all arrivals, then one pass. A job asks N whole nodes and starts on all of them at once; one
 larger than the pool is rejected at arrival and never runs.
 """
 
@@ -16,17 +16,17 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
-from gpuplan.sim import _batchcore
+from gpuplan.sim.engine import _batchcore
 from gpuplan.workload.jobtable import Bool, Float64, Int32, Int64
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
     from gpuplan.sim.cluster import Pool
-    from gpuplan.sim.preemption import PreemptionInputs
-    from gpuplan.sim.priority import PriorityInputs
-    from gpuplan.sim.qos import LimitInputs
-    from gpuplan.sim.reservations import ReservationInputs
+    from gpuplan.sim.slurm.preemption import PreemptionInputs
+    from gpuplan.sim.slurm.priority import PriorityInputs
+    from gpuplan.sim.slurm.qos import LimitInputs
+    from gpuplan.sim.slurm.reservations import ReservationInputs
 
 # Reasons a QoS limit held a job (engine codes 1..3), as Slurm's squeue shows them.
 HELD_REASONS = ("", "QOSMaxGRESPerUser", "QOSMaxJobsPerUser", "QOSGrpGRES")
