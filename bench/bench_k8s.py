@@ -24,7 +24,7 @@ import numpy as np
 from gpuplan.inputs import load_input
 from gpuplan.scenario.kubernetes import KubernetesSettings
 from gpuplan.sim.kubernetes import NodePoolSpec, simulate_kubernetes
-from gpuplan.sim.kubernetes.runner import node_list_pools
+from gpuplan.sim.kubernetes.settings import node_list_pools, node_pool_specs
 from gpuplan.sim.outcome import ModelRun
 from gpuplan.workload.jobtable import JobTable
 from gpuplan.workload.k8s_pods import PodTrace
@@ -39,8 +39,8 @@ def alibaba(kueue: bool) -> Callable[[], ModelRun]:
     loaded = load_input(ALIBABA)
     trace = loaded.trace
     assert isinstance(trace, PodTrace) and loaded.node_list is not None
-    pools = node_list_pools(loaded.node_list)
     settings = KubernetesSettings.model_validate({"kueue": {"enable": kueue}})
+    pools = node_pool_specs(node_list_pools(loaded.node_list), settings)
 
     def run() -> ModelRun:
         return simulate_kubernetes(

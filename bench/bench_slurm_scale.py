@@ -22,7 +22,7 @@ import yaml
 from gpuplan.scenario.load import load_scenario
 from gpuplan.sim.cluster import Pool
 from gpuplan.sim.slurm.model import simulate_slurm
-from gpuplan.simulate import slurm_settings
+from gpuplan.sim.slurm.settings import from_scenario as slurm_settings
 from gpuplan.workload.synthesis import synthesize
 
 SIZES = {

@@ -22,8 +22,9 @@ from gpuplan.scenario.kubernetes import KubernetesSettings
 from gpuplan.scenario.load import load_scenario
 from gpuplan.sim.kubernetes import NodePoolSpec, simulate_kubernetes
 from gpuplan.sim.kubernetes.cluster import UNKNOWN, Nodes
-from gpuplan.sim.kubernetes.runner import run_kubernetes, scenario_pools
 from gpuplan.sim.kubernetes.scheduler import PodRequest, Scoring, select_node
+from gpuplan.sim.kubernetes.settings import scenario_pools
+from gpuplan.sim.models import run_input
 from gpuplan.sim.outcome import COMPLETED, REJECTED, ModelRun
 from gpuplan.workload.jobtable import JobTable
 
@@ -218,7 +219,7 @@ def test_a_pod_trace_without_a_node_list_runs(tmp_path: Path, trace: str) -> Non
     assert loaded.node_list is None
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        outcome = run_kubernetes(loaded, None)
+        outcome = run_input("kubernetes", loaded)
     assert len(outcome.jobs) > 0 and (outcome.state == COMPLETED).all()
     assert set(outcome.settings["node_resources"].values()) == {
         "CPU and memory unknown: pods' requests not checked"
@@ -227,7 +228,7 @@ def test_a_pod_trace_without_a_node_list_runs(tmp_path: Path, trace: str) -> Non
 
 
 def test_the_node_list_gives_the_nodes_cpu_and_memory() -> None:
-    outcome = run_kubernetes(load_input(DATA / "k8s_alibaba_pod_list_sample.csv"), None)
+    outcome = run_input("kubernetes", load_input(DATA / "k8s_alibaba_pod_list_sample.csv"))
     assert "unknown" not in " ".join(outcome.settings["node_resources"].values())
     assert outcome.extra["kubernetes"]["requests_not_checked_jobs"] == 0
 
@@ -272,7 +273,7 @@ def test_scoring_leaves_an_unknown_resource_out_of_the_mean() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert select_node(nodes, pod, Scoring()) == 1
-        assert select_node(nodes, pod, Scoring(most_allocated=True)) == 0
+        assert select_node(nodes, pod, Scoring("MostAllocated")) == 0
         # nothing known at all: every node scores 0, no division by a zero capacity, lowest node wins
         blank = Nodes([NodePoolSpec("x", 8, UNKNOWN, UNKNOWN, 3, 3, 3)])
         assert select_node(blank, pod, Scoring()) == 0

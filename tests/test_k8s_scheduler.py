@@ -42,7 +42,7 @@ def jobs(**columns: Any) -> JobTable:
 )
 def test_scoring_strategy(strategy: str, expected: list[int]) -> None:
     nodes = Nodes([pool(3)])
-    scoring = Scoring(most_allocated=strategy == "MostAllocated", cpu_weight=0, memory_weight=0, gpu_weight=1)
+    scoring = Scoring(strategy, cpu_weight=0, memory_weight=0, gpu_weight=1)
     chosen = []
     for _ in range(3):
         node = select_node(nodes, PodRequest(2, 1000, 0, 0, -1), scoring)

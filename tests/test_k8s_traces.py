@@ -13,7 +13,7 @@ import pytest
 
 from gpuplan.errors import InputError
 from gpuplan.inputs import InputOptions, load_input
-from gpuplan.sim.kubernetes.runner import node_list_pools
+from gpuplan.sim.kubernetes.settings import node_list_pools
 from gpuplan.workload.k8s_pods import (
     node_list_beside,
     quantity,

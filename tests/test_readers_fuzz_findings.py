@@ -17,10 +17,10 @@ import pytest
 
 from gpuplan.errors import InputError
 from gpuplan.inputs import InputOptions, cluster_nodes, load_input
+from gpuplan.workload.demand import read_demand_csv
 from gpuplan.workload.k8s_pods import read_kubectl_pods, read_node_list
 from gpuplan.workload.readers import read_trace
 from gpuplan.workload.swf import read_swf
-from gpuplan.workload.synthesis import read_demand_csv
 from gpuplan.workload.textfile import read_bytes
 
 from builders import gpuplan

@@ -28,6 +28,7 @@ from gpuplan.inputs import Input, is_scenario, load_input
 from gpuplan.metrics.summary import summarize
 from gpuplan.results import manifest
 from gpuplan.results.files import RESULT_FILES, jobs_table, timeline_table, write_summary, write_tables
+from gpuplan.sim.models import MODELS, run_input
 from gpuplan.workers import run_all
 
 
@@ -58,15 +59,11 @@ class _ModelResult:
     error: str | None = None
 
 
-def _run_model(scenario: Path, name: str) -> _ModelResult:
-    """One model, start to end (in a worker process): read, simulate, summarise."""
-    from gpuplan.simulate import MODELS, SimulateRequest
-
+def _run_model(loaded: Input, read_s: float, name: str) -> _ModelResult:
+    """One model, start to end (in a worker process, forked with the input already read):
+    simulate, summarise."""
     try:
-        began = time.perf_counter()
-        loaded = load_input(scenario)
-        read_s = time.perf_counter() - began
-        run = MODELS.get(name)(loaded, SimulateRequest(input=scenario, model=name))
+        run = run_input(name, loaded)
         began = time.perf_counter()
         summary = summarize(run, loaded.workload.team_shares)
         jobs, timeline = jobs_table(run), timeline_table(run)
@@ -83,8 +80,6 @@ def _run_model(scenario: Path, name: str) -> _ModelResult:
 def compare(request: CompareRequest, on_done: Callable[[str], None] | None = None) -> CompareResult:
     """Run the models, write OUT/summary.json, jobs.parquet, timeline.parquet and manifest.json;
     ``on_done(name)`` is called as each model finishes."""
-    from gpuplan.simulate import MODELS
-
     if not is_scenario(request.scenario):
         raise InputError(
             "compare and recommend need a scenario file (.yaml): a trace has no teams, answers or "
@@ -93,7 +88,9 @@ def compare(request: CompareRequest, on_done: Callable[[str], None] | None = Non
             "with gpuplan simulate TRACE --model slurm|kubernetes",
             path=request.scenario,
         )
-    loaded = load_input(request.scenario)  # fails early, here, on a bad scenario
+    began = time.perf_counter()
+    loaded = load_input(request.scenario)  # once: the workers are forked with it
+    read_s = time.perf_counter() - began
     assert loaded.scenario is not None
     names: Sequence[str] = request.models or loaded.scenario.scenario.models.compare
     for name in names:
@@ -108,7 +105,7 @@ def compare(request: CompareRequest, on_done: Callable[[str], None] | None = Non
 
     run = manifest.describe_run(request.command, loaded, request.scenario, names)
     try:
-        run_all(_run_model, [(request.scenario, name) for name in names], processes, finished)
+        run_all(_run_model, [(loaded, read_s, name) for name in names], processes, finished)
     except KeyboardInterrupt:
         done = [name for name in names if name in results and results[name].error is None]
         missing = [name for name in names if name not in done]

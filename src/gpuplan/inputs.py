@@ -9,8 +9,8 @@ from typing import Any
 
 from gpuplan.errors import InputError
 from gpuplan.scenario.load import LoadedScenario, load_scenario
-from gpuplan.sim.cluster import Pool
-from gpuplan.workload.k8s_pods import NodeList, node_list_beside, read_node_list
+from gpuplan.sim.cluster import UNKNOWN, Pool
+from gpuplan.workload.k8s_pods import NodeList, PodRequests, PodTrace, node_list_beside, read_node_list
 from gpuplan.workload.readers import default_gpus_per_node, detect_format, read_trace
 from gpuplan.workload.synthesis import Workload, synthesize
 from gpuplan.workload.trace import Trace
@@ -64,6 +64,8 @@ def input_files(loaded: Input) -> list[Path]:
 def is_scenario(path: Path) -> bool:
     return path.suffix.lower() in SCENARIO_SUFFIXES
 
+
+MIB_PER_GB = 1024
 
 # More nodes than any machine has (an SWF processor counts as a node: Fugaku has 158,976 nodes and
 # 7.6 M cores, and the largest SWF logs a few hundred thousand processors): a typo, not a cluster.
@@ -120,6 +122,22 @@ def _why_no_jobs(trace: Trace) -> str:
     return f" ({'; '.join(dropped)})" if dropped else " (the file has no job lines)"
 
 
+def scenario_pools(loaded: LoadedScenario) -> list[Pool]:
+    """A scenario's pools, with the CPU and memory per node its pools or their shapes give."""
+    return [
+        Pool(
+            pool.name,
+            pool.nodes,
+            pool.gpus_per_node,
+            node_prefix=pool.name,
+            price_per_gpu_hour=pool.price_per_gpu_hour,
+            cpu_milli=pool.cpus_per_node * 1000 if pool.cpus_per_node else UNKNOWN,
+            memory_mib=int(pool.memory_gb * MIB_PER_GB) if pool.memory_gb else UNKNOWN,
+        )
+        for pool in loaded.pools
+    ]
+
+
 def load_input(path: Path, options: InputOptions | None = None) -> Input:
     """Read a scenario (synthesising its workload) or a trace."""
     options = options or InputOptions()
@@ -131,16 +149,7 @@ def load_input(path: Path, options: InputOptions | None = None) -> Input:
             )
         loaded = load_scenario(path)
         workload = synthesize(loaded)
-        pools = [
-            Pool(
-                pool.name,
-                pool.nodes,
-                pool.gpus_per_node,
-                node_prefix=pool.name,
-                price_per_gpu_hour=pool.price_per_gpu_hour,
-            )
-            for pool in loaded.pools
-        ]
+        pools = scenario_pools(loaded)
         info = {
             "path": str(path),
             "format": "scenario",
@@ -158,7 +167,15 @@ def load_input(path: Path, options: InputOptions | None = None) -> Input:
     )
     node_count, capacity_source = cluster_nodes(trace, nodes, gpus_per_node)
     pools = [Pool("batch", node_count, gpus_per_node)]
-    workload = Workload(jobs=trace.jobs, epoch_s=trace.epoch_s, capacity_gpus=node_count * gpus_per_node)
+    requests = None
+    if isinstance(trace, PodTrace):
+        requests = PodRequests(trace.gpu_milli, trace.cpu_milli, trace.memory_mib)
+    workload = Workload(
+        jobs=trace.jobs,
+        epoch_s=trace.epoch_s,
+        capacity_gpus=node_count * gpus_per_node,
+        pod_requests=requests,
+    )
     info = {
         "path": str(path),
         "format": trace.format,

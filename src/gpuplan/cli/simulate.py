@@ -24,6 +24,7 @@ from gpuplan.cli.common import (
     user_errors,
     warn,
 )
+from gpuplan.sim.models import MODELS
 
 
 class Backfill(StrEnum):
@@ -32,17 +33,14 @@ class Backfill(StrEnum):
     slurm = "slurm"
 
 
-class Model(StrEnum):
-    slurm = "slurm"
-    kubernetes = "kubernetes"
-    hybrid = "hybrid"
+Model = StrEnum("Model", [(name, name) for name in MODELS])  # type: ignore[misc]
 
 
 def simulate(
     input: Annotated[
         Path, typer.Argument(help="Scenario (.yaml) or trace (.swf, .swf.gz, or give --format).")
     ],
-    model: Annotated[Model, typer.Option(help="Operating model.")] = Model.slurm,
+    model: Annotated[Model, typer.Option(help="Operating model.")] = Model.slurm,  # type: ignore[attr-defined]
     backfill: Annotated[
         Backfill | None,
         typer.Option(
@@ -79,9 +77,10 @@ def simulate(
     from gpuplan.simulate import SimulateRequest
     from gpuplan.simulate import simulate as run_simulation
 
-    if backfill is not None and model is Model.kubernetes:
+    if backfill is not None and MODELS.get(model.value).with_backfill is None:
         with user_errors():
-            raise InputError("applies to the slurm and hybrid models, not kubernetes", field="--backfill")
+            takes = " and ".join(name for name in MODELS if MODELS.get(name).with_backfill is not None)
+            raise InputError(f"applies to the {takes} models, not {model.value}", field="--backfill")
 
     request = SimulateRequest(
         input=input,

@@ -436,7 +436,7 @@ def _split_problem(hybrid: HybridSettings, workload: BatchWorkload, nodes: int, 
 
 def _check_demand(located: Located, loc: Loc, written: Path, problem: Callable[[Loc, str], None]) -> None:
     """A service's demand CSV exists and reads (its own file and line in the message)."""
-    from gpuplan.workload.synthesis import read_demand_csv  # synthesis imports this module
+    from gpuplan.workload.demand import read_demand_csv
 
     path = _resolve(located, written)
     if not path.is_file():

@@ -481,7 +481,7 @@ class TopologySpec(Section):
 EnforceFlag = Literal["associations", "limits", "qos", "safe", "wckeys"]
 
 
-class SlurmSettings(Section):
+class SlurmSection(Section):
     """Policy settings of the Slurm model, named as in slurm.conf (``SchedulerParameters``)."""
 
     backfill: Literal["none", "easy", "slurm"] = Field(
@@ -581,7 +581,7 @@ def _all_models() -> list[ModelName]:
 
 
 class Models(Section):
-    slurm: SlurmSettings = SlurmSettings()
+    slurm: SlurmSection = SlurmSection()
     kubernetes: KubernetesSettings = KubernetesSettings()
     hybrid: HybridSettings = HybridSettings()
     compare: list[ModelName] = Field(

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+UNKNOWN = 0  # a pool's cpu_milli or memory_mib when the nodes' figure is not known
+
 
 @dataclass(frozen=True)
 class Pool:
@@ -17,6 +19,10 @@ class Pool:
     gpus_per_node: int
     node_prefix: str = "node"
     price_per_gpu_hour: float | None = None  # USD
+    # allocatable CPU (millicores) and memory (MiB) per node; UNKNOWN: not known, so not a constraint
+    cpu_milli: int = UNKNOWN
+    memory_mib: int = UNKNOWN
+    node_names: tuple[str, ...] = ()  # the real nodes' names (a traced cluster's node list)
 
     def __post_init__(self) -> None:
         if self.nodes < 0 or self.gpus_per_node < 1:

@@ -62,6 +62,16 @@ class PodTrace(Trace):
 
 
 @dataclass(frozen=True)
+class PodRequests:
+    """What each pod of a workload asks beyond whole GPUs, one entry per job: the share of one GPU
+    (thousandths; 1000 = whole GPUs), and CPU (millicores) and memory (MiB) requests."""
+
+    gpu_milli: Int32 | None = None
+    cpu_milli: Int64 | None = None
+    memory_mib: Int64 | None = None
+
+
+@dataclass(frozen=True)
 class NodeList:
     """Nodes of a traced cluster: names, allocatable CPU (millicores), memory (MiB), GPUs, GPU model."""
 

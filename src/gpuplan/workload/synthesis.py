@@ -29,7 +29,6 @@ import numpy.typing as npt
 from gpuplan.errors import InputError
 from gpuplan.scenario.load import LoadedScenario, ResolvedPool
 from gpuplan.scenario.model import (
-    MAX_REQUESTS_PER_S,
     Arrival,
     BatchWorkload,
     Demand,
@@ -39,8 +38,9 @@ from gpuplan.scenario.model import (
     TimeLimit,
     TraceWorkload,
 )
-from gpuplan.workload.csvcolumns import Column, read_csv_columns
-from gpuplan.workload.jobtable import MAX_TIME_S, Float64, JobTable, Labels
+from gpuplan.workload.demand import read_demand_csv
+from gpuplan.workload.jobtable import Float64, JobTable, Labels
+from gpuplan.workload.k8s_pods import PodRequests
 from gpuplan.workload.readers import read_trace
 from gpuplan.workload.services import DEMAND_STEP_S, Service
 from gpuplan.workload.trace import Trace
@@ -59,6 +59,7 @@ class Workload:
     horizon_s: float | None = None
     capacity_gpus: int | None = None  # GPUs of the cluster the workload runs on, when known
     team_shares: dict[str, float] | None = None
+    pod_requests: PodRequests | None = None  # a pod trace's requests, aligned with ``jobs``
 
 
 def _rng(seed: int, name: str) -> np.random.Generator:
@@ -239,46 +240,6 @@ def _trace_jobs(loaded: LoadedScenario, workload: TraceWorkload) -> JobTable:
         workload=Labels.constant(workload.name, count),
         submitted_early=np.ones(count, dtype=bool) if spec.submitted_early else jobs.submitted_early,
     )
-
-
-DEMAND_COLUMNS = (
-    Column("time_s", "number", most=MAX_TIME_S),
-    Column("requests_per_s", "number", most=MAX_REQUESTS_PER_S),
-)
-
-
-def read_demand_csv(path: Path) -> tuple[Float64, Float64]:
-    """The (time_s, requests_per_s) rows of a demand CSV (``Demand.csv``).
-
-    The format: a header naming the columns ``time_s`` and ``requests_per_s`` (in any order; other
-    columns are not read), then at least two rows. ``time_s`` is seconds from the start of the curve,
-    from 0 to MAX_TIME_S and increasing from row to row; ``requests_per_s`` is from 0 to
-    MAX_REQUESTS_PER_S (the bound of the scenario's peak and trough). Blank lines are skipped; a
-    ``.gz`` file is decompressed. Anything else (NaN, an infinity, a negative or missing value, a time
-    not after the one before, a short row) is an InputError naming the file, the line and the column
-    (csvcolumns.read_csv_columns, the reader of the CSV traces)."""
-    table = read_csv_columns(path, DEMAND_COLUMNS)
-    times, rates, lines = table.number("time_s"), table.number("requests_per_s"), table.line
-    if len(times) < 2:
-        after = int(lines[-1]) + 1 if len(lines) else 2
-        found = f"one (line {int(lines[0])})" if len(lines) else "none"
-        raise InputError(
-            f"a demand curve needs at least two rows of time_s,requests_per_s (the last two set the "
-            f"period it repeats with); found {found}",
-            path=path,
-            line=after,
-        )
-    backwards = np.flatnonzero(np.diff(times) <= 0)
-    if len(backwards):
-        row = int(backwards[0]) + 1
-        raise InputError(
-            f"expected a time after the row before's ({times[row - 1]:g} s at line {int(lines[row - 1])}), "
-            f"got {times[row]:g}",
-            path=path,
-            line=int(lines[row]),
-            field="time_s",
-        )
-    return times, rates
 
 
 def demand_curve(

@@ -32,16 +32,18 @@ import numpy as np
 from gpuplan.errors import InputError
 from gpuplan.scenario.hybrid import HybridSettings, Lending, RoutingRule
 from gpuplan.scenario.kubernetes import NodePool
+from gpuplan.sim.cluster import Pool
 from gpuplan.sim.engine.core import Lending as EngineLending
+from gpuplan.sim.hybrid.settings import HybridModelSettings
+from gpuplan.sim.kubernetes.settings import KubernetesModelSettings
 from gpuplan.sim.outcome import ModelRun, PoolSchedule
+from gpuplan.sim.slurm.model import simulate_slurm
+from gpuplan.sim.slurm.partitions import Partition
 from gpuplan.workload.jobtable import Bool, Int32, JobTable, Labels
 from gpuplan.workload.services import Service
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
-    from gpuplan.inputs import Input
-    from gpuplan.scenario.load import LoadedScenario
+    from gpuplan.workload.synthesis import Workload
 
 MODEL = "hybrid"
 SIDES = ("slurm", "kubernetes")
@@ -88,12 +90,12 @@ def route_service_to_kubernetes(service: Service, settings: HybridSettings) -> b
     return settings.side_of("service", service.team, service.name, False)[0] == "kubernetes"
 
 
-def _pool_of_jobs(jobs: JobTable, scenario: LoadedScenario) -> np.ndarray:
+def _pool_of_jobs(jobs: JobTable, pools: list[Pool], partitions: tuple[Partition, ...]) -> np.ndarray:
     """Each job's pool name: the pool or Slurm partition its label names, else the first pool."""
-    aliases = {pool.name: pool.name for pool in scenario.pools}
-    for partition in scenario.scenario.models.slurm.partitions:
+    aliases = {pool.name: pool.name for pool in pools}
+    for partition in partitions:
         aliases.setdefault(partition.name, partition.pool)
-    names = np.array([aliases.get(label, scenario.pools[0].name) for label in jobs.partition.labels] or [""])
+    names = np.array([aliases.get(label, pools[0].name) for label in jobs.partition.labels] or [""])
     return names[jobs.partition.codes] if len(jobs) else np.zeros(0, dtype=names.dtype)
 
 
@@ -102,7 +104,8 @@ def _largest(nodes: Int32, rows: Bool) -> int:
 
 
 def propose_split(
-    scenario: LoadedScenario,
+    pools: list[Pool],
+    partitions: tuple[Partition, ...],
     jobs: JobTable,
     to_kubernetes: Bool,
     services: list[Service],
@@ -114,11 +117,11 @@ def propose_split(
     routed to it (nodes it may borrow do not count: they are not there when Slurm is busy): the jobs a
     routing rule sends (``by_rule``) always, the others when the pool is large enough for both sides'
     largest jobs (else they may move side, see ``fit_routing``)."""
-    pool_of_job = _pool_of_jobs(jobs, scenario)
+    pool_of_job = _pool_of_jobs(jobs, pools, partitions)
     gpu_hours = jobs.gpus * jobs.duration_s / 3600.0
     by_rule = np.ones(len(jobs), dtype=bool) if by_rule is None else by_rule
     split = {}
-    for pool in scenario.pools:
+    for pool in pools:
         service_nodes = 0
         for service, on_kubernetes in zip(services, services_to_kubernetes, strict=True):
             if on_kubernetes and service.pool == pool.name:
@@ -155,7 +158,8 @@ def propose_split(
 
 
 def fit_routing(
-    scenario: LoadedScenario,
+    pools: list[Pool],
+    partitions: tuple[Partition, ...],
     jobs: JobTable,
     to_kubernetes: Bool,
     by_rule: Bool,
@@ -163,9 +167,9 @@ def fit_routing(
 ) -> Bool:
     """The routing after the split: a job the defaults send to a side whose part of its pool is too
     small for it goes to the other side when it fits there (a routing rule's choice is kept)."""
-    pool_of_job = _pool_of_jobs(jobs, scenario)
+    pool_of_job = _pool_of_jobs(jobs, pools, partitions)
     routed = to_kubernetes.copy()
-    for pool in scenario.pools:
+    for pool in pools:
         mine = (pool_of_job == pool.name) & ~by_rule
         kubernetes, slurm = capacity[pool.name]["kubernetes"], capacity[pool.name]["slurm"]
         routed[mine & to_kubernetes & (jobs.nodes > kubernetes) & (jobs.nodes <= slurm)] = False
@@ -187,17 +191,18 @@ def _rerouted(jobs: JobTable, before: Bool, after: Bool) -> dict[str, dict[str, 
 
 
 def check_split(
-    scenario: LoadedScenario,
+    settings: HybridModelSettings,
+    pools: list[Pool],
     jobs: JobTable,
     to_kubernetes: Bool,
     capacity: dict[str, dict[str, int]],
 ) -> None:
     """A split the scenario gives (``models.hybrid.split``) must hold every job routed to each side:
     otherwise the scenario is wrong, not the model's outcome."""
-    pool_of_job = _pool_of_jobs(jobs, scenario)
+    pool_of_job = _pool_of_jobs(jobs, pools, settings.slurm.partitions)
     workload = _label_values(jobs.workload, len(jobs))
-    for pool in scenario.pools:
-        if pool.name not in scenario.scenario.models.hybrid.split:
+    for pool in pools:
+        if pool.name not in settings.hybrid.split:
             continue
         for side in SIDES:
             rows = (pool_of_job == pool.name) & (to_kubernetes == (side == "kubernetes"))
@@ -210,55 +215,50 @@ def check_split(
                     f"but workload {name!r} routed to {side} has {jobs.nodes[first]}-node jobs "
                     f"({int(too_big.sum())} job(s)); give {side} more nodes or route the workload "
                     "elsewhere (models.hybrid.routing)",
-                    path=scenario.path,
-                    line=scenario.line_of(("models", "hybrid", "split", pool.name)),
+                    path=settings.path,
+                    line=settings.split_lines.get(pool.name),
                     field=f"models.hybrid.split.{pool.name}",
                 )
 
 
-def _side_input(
-    loaded: Input, side: str, jobs: Bool, services: list[Service], nodes: dict[str, int]
-) -> Input:
-    from gpuplan.inputs import Input
-
-    assert loaded.scenario is not None
-    scenario = replace(
-        loaded.scenario, pools=[replace(pool, nodes=nodes[pool.name]) for pool in loaded.scenario.pools]
+def _side(
+    workload: Workload, pools: list[Pool], jobs: Bool, services: list[Service], nodes: dict[str, int]
+) -> tuple[Workload, list[Pool]]:
+    """One side's workload (its jobs and services) and its part of each pool."""
+    side_workload = replace(
+        workload, jobs=workload.jobs.take(np.flatnonzero(jobs)), services=services, pod_requests=None
     )
-    workload = replace(
-        loaded.workload, jobs=loaded.workload.jobs.take(np.flatnonzero(jobs)), services=services
-    )
-    pools = [replace(pool, nodes=nodes[pool.name]) for pool in loaded.pools]
-    return Input(workload, pools, {**loaded.info, "side": side}, scenario=scenario, warnings=loaded.warnings)
+    return side_workload, [replace(pool, nodes=nodes[pool.name]) for pool in pools]
 
 
-def run_hybrid(loaded: Input, request: Any, runners: dict[str, Callable[[Input, Any], ModelRun]]) -> ModelRun:
-    """Route, split, run each side with ``runners[side]`` and merge the runs."""
-    if loaded.scenario is None:
-        raise InputError(
-            "the hybrid model needs a scenario (its models.hybrid routes and splits)", field="--model"
-        )
-    settings: HybridSettings = loaded.scenario.scenario.models.hybrid
-    jobs = loaded.workload.jobs
-    to_kubernetes, by_rule = route_jobs(jobs, settings.routing)
-    services = loaded.workload.services
-    services_to_kubernetes = [route_service_to_kubernetes(s, settings) for s in services]
-    lending = settings.lending
+def run_hybrid(workload: Workload, pools: list[Pool], settings: HybridModelSettings) -> ModelRun:
+    """The model contract's entry (``gpuplan.sim.models``): route, split, run each side with its own
+    model and settings, and merge the runs."""
+    from gpuplan.sim.kubernetes.model import run_kubernetes
+    from gpuplan.sim.slurm.model import run_slurm
+
+    hybrid = settings.hybrid
+    partitions = settings.slurm.partitions
+    jobs = workload.jobs
+    to_kubernetes, by_rule = route_jobs(jobs, hybrid.routing)
+    services = workload.services
+    services_to_kubernetes = [route_service_to_kubernetes(s, hybrid) for s in services]
+    lending = hybrid.lending
     size_for = "trough" if lending.policy == "kubernetes_borrows" else "peak"
 
     proposed = propose_split(
-        loaded.scenario, jobs, to_kubernetes, services, services_to_kubernetes, size_for, by_rule
+        pools, partitions, jobs, to_kubernetes, services, services_to_kubernetes, size_for, by_rule
     )
-    slurm_nodes = {**proposed, **settings.split}
+    slurm_nodes = {**proposed, **hybrid.split}
     capacity = {
         pool.name: {"slurm": slurm_nodes[pool.name], "kubernetes": pool.nodes - slurm_nodes[pool.name]}
-        for pool in loaded.pools
+        for pool in pools
     }
-    routed = fit_routing(loaded.scenario, jobs, to_kubernetes, by_rule, capacity)
+    routed = fit_routing(pools, partitions, jobs, to_kubernetes, by_rule, capacity)
     rerouted = _rerouted(jobs, to_kubernetes, routed)
     to_kubernetes = routed
-    check_split(loaded.scenario, jobs, to_kubernetes, capacity)
-    inputs = {}
+    check_split(settings, pools, jobs, to_kubernetes, capacity)
+    sides = {}
     for side in SIDES:
         on_side = to_kubernetes if side == "kubernetes" else ~to_kubernetes
         side_services = [
@@ -266,32 +266,47 @@ def run_hybrid(loaded: Input, request: Any, runners: dict[str, Callable[[Input, 
         ]
         nodes = {
             pool.name: slurm_nodes[pool.name] if side == "slurm" else pool.nodes - slurm_nodes[pool.name]
-            for pool in loaded.pools
+            for pool in pools
         }
-        inputs[side] = _side_input(loaded, side, on_side, side_services, nodes)
+        sides[side] = _side(workload, pools, on_side, side_services, nodes)
     lending_echo: dict[str, Any] = {"policy": lending.policy}
     if lending.policy == "none":
-        parts = [(side, runners[side](inputs[side], request)) for side in SIDES]
+        parts = [
+            ("slurm", run_slurm(*sides["slurm"], settings.slurm)),
+            ("kubernetes", run_kubernetes(*sides["kubernetes"], settings.kubernetes)),
+        ]
     else:
         lendable = {
             name: nodes if lending.max_nodes is None else min(nodes, lending.max_nodes)
             for name, nodes in slurm_nodes.items()
         }
-        kubernetes_run = runners["kubernetes"](_borrowing(inputs["kubernetes"], lendable, lending), request)
-        lent = _lent_nodes(kubernetes_run, loaded, slurm_nodes, lendable, lending)
-        slurm_run = _slurm_with_lending(inputs["slurm"], lent, getattr(request, "backfill", None))
+        kubernetes_pools = sides["kubernetes"][1]
+        kubernetes_run = run_kubernetes(
+            *sides["kubernetes"], _borrowing(settings.kubernetes, kubernetes_pools, lendable, lending)
+        )
+        lent = _lent_nodes(kubernetes_run, pools, slurm_nodes, lendable, lending)
+        slurm_workload, slurm_pools = sides["slurm"]
+        slurm_run = simulate_slurm(
+            slurm_workload.jobs,
+            slurm_pools,
+            settings.slurm,
+            slurm_workload.services,
+            slurm_workload.team_shares,
+            lent,
+            slurm_workload.epoch_s,
+        )
         parts = [("slurm", slurm_run), ("kubernetes", kubernetes_run)]
-        lending_echo |= _lending_figures(lent, loaded, lending)
-        parts = _count_lent_capacity(parts, lent, slurm_nodes, loaded)
+        lending_echo |= _lending_figures(lent, pools, lending)
+        parts = _count_lent_capacity(parts, lent, slurm_nodes, pools)
     echo = {
         "split": {
             pool.name: {"slurm": slurm_nodes[pool.name], "kubernetes": pool.nodes - slurm_nodes[pool.name]}
-            for pool in loaded.pools
+            for pool in pools
         },
         "split_source": {
-            pool.name: "scenario" if pool.name in settings.split else "proposed" for pool in loaded.pools
+            pool.name: "scenario" if pool.name in hybrid.split else "proposed" for pool in pools
         },
-        "routing": [rule.model_dump(exclude_none=True) for rule in settings.routing]
+        "routing": [rule.model_dump(exclude_none=True) for rule in hybrid.routing]
         or "default: services and pipelines to kubernetes, other jobs to slurm",
         "lending": lending_echo,
         **({"rerouted": rerouted} if rerouted else {}),
@@ -352,19 +367,17 @@ def merge_runs(model: str, parts: list[tuple[str, ModelRun]], settings: dict[str
 # ---- lending --------------------------------------------------------------------------------------
 
 
-def _borrowing(kubernetes: Input, lendable: dict[str, int], lending: Lending) -> Input:
-    """The Kubernetes side's input with node pools that may grow by the lendable nodes, a borrowed
-    node Ready after the drain and the move."""
-    assert kubernetes.scenario is not None
-    scenario = kubernetes.scenario.scenario
-    settings = scenario.models.kubernetes
-    physical = {pool.name: pool.nodes for pool in kubernetes.scenario.pools}
-    given = {node_pool.pool: node_pool for node_pool in settings.nodePools}
+def _borrowing(
+    settings: KubernetesModelSettings, pools: list[Pool], lendable: dict[str, int], lending: Lending
+) -> KubernetesModelSettings:
+    """The Kubernetes side's settings with node pools that may grow by the lendable nodes, a
+    borrowed node Ready after the drain and the move."""
+    given = {node_pool.pool: node_pool for node_pool in settings.kubernetes.nodePools}
     delay = lending.grace_time + lending.move_time
     node_pools = []
-    for pool in kubernetes.scenario.pools:
+    for pool in pools:
         spec = given.get(pool.name)
-        part = physical[pool.name]
+        part = pool.nodes
         cloud_extra = 0 if spec is None or spec.maxNodes is None else max(spec.maxNodes - part, 0)
         node_pools.append(
             NodePool(
@@ -374,16 +387,12 @@ def _borrowing(kubernetes: Input, lendable: dict[str, int], lending: Lending) ->
                 provisionDelay=f"{delay:f}s",  # a scenario duration needs its unit
             )
         )
-    models = scenario.models.model_copy(
-        update={"kubernetes": settings.model_copy(update={"nodePools": node_pools})}
-    )
-    loaded = replace(kubernetes.scenario, scenario=scenario.model_copy(update={"models": models}))
-    return replace(kubernetes, scenario=loaded)
+    return replace(settings, kubernetes=settings.kubernetes.model_copy(update={"nodePools": node_pools}))
 
 
 def _lent_nodes(
     kubernetes: ModelRun,
-    loaded: Input,
+    pools: list[Pool],
     slurm_nodes: dict[str, int],
     lendable: dict[str, int],
     lending: Lending,
@@ -395,7 +404,7 @@ def _lent_nodes(
         name = schedule.pool.name
         if not lendable.get(name):
             continue
-        part = next(pool.nodes for pool in loaded.pools if pool.name == name) - slurm_nodes[name]
+        part = next(pool.nodes for pool in pools if pool.name == name) - slurm_nodes[name]
         timeline = schedule.schedule.timeline
         up = timeline.nodes_up if timeline.nodes_up is not None else np.full(len(timeline.time_s), part)
         borrowed = np.clip(up.astype(np.int64) - part, 0, lendable[name])
@@ -413,24 +422,8 @@ def _lent_nodes(
     return lent
 
 
-def _slurm_with_lending(slurm: Input, lent: dict[str, EngineLending], backfill: str | None) -> ModelRun:
-    """The Slurm side with the nodes it lends; ``backfill`` (``simulate --backfill``) as for the
-    static split."""
-    from gpuplan.sim.slurm.model import simulate_slurm
-    from gpuplan.simulate import slurm_settings
-
-    assert slurm.scenario is not None
-    settings = slurm_settings(slurm.scenario.scenario.models.slurm)
-    if backfill is not None:
-        settings = replace(settings, backfill=backfill)
-    workload = slurm.workload
-    return simulate_slurm(
-        workload.jobs, slurm.pools, settings, workload.services, workload.team_shares, lent, workload.epoch_s
-    )
-
-
-def _lending_figures(lent: dict[str, EngineLending], loaded: Input, lending: Lending) -> dict[str, Any]:
-    gpus = {pool.name: pool.gpus_per_node for pool in loaded.pools}
+def _lending_figures(lent: dict[str, EngineLending], pools: list[Pool], lending: Lending) -> dict[str, Any]:
+    gpus = {pool.name: pool.gpus_per_node for pool in pools}
     moves = {name: int(plan.delta[plan.delta > 0].sum()) for name, plan in lent.items()}
     node_s = {}
     for name, plan in lent.items():
@@ -448,7 +441,7 @@ def _count_lent_capacity(
     parts: list[tuple[str, ModelRun]],
     lent: dict[str, EngineLending],
     slurm_nodes: dict[str, int],
-    loaded: Input,
+    pools: list[Pool],
 ) -> list[tuple[str, ModelRun]]:
     """Each side's pools with the GPU-hours they held: Slurm's less what it lent (until the last
     end), Kubernetes' as its run counted them, and the cluster listing at the split."""
@@ -457,10 +450,10 @@ def _count_lent_capacity(
         + [service.span_s for _, run in parts for service in run.services]
         + [0.0]
     )
-    physical = {pool.name: pool.nodes for pool in loaded.pools}
+    physical = {pool.name: pool.nodes for pool in pools}
     counted = []
     for side, run in parts:
-        pools = []
+        schedules = []
         for schedule in run.pools:
             name = schedule.pool.name
             if side == "slurm" and name in lent:
@@ -473,6 +466,6 @@ def _count_lent_capacity(
                 schedule = replace(
                     schedule, pool=replace(schedule.pool, nodes=physical[name] - slurm_nodes[name])
                 )
-            pools.append(schedule)
-        counted.append((side, replace(run, pools=pools)))
+            schedules.append(schedule)
+        counted.append((side, replace(run, pools=schedules)))
     return counted

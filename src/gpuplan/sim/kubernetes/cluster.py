@@ -23,10 +23,10 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from gpuplan.sim.cluster import UNKNOWN as UNKNOWN  # a node's CPU or memory not known: not checked
 from gpuplan.workload.jobtable import Bool, Int32, Int64
 
 MILLI = 1000  # thousandths of a GPU (Alibaba's gpu_milli)
-UNKNOWN = 0  # a pool's cpu_milli or memory_mib when the nodes' figure is not known: not checked
 # free CPU or memory of a node whose capacity is UNKNOWN: more than any pods' requests add up to
 # (a pod asks at most workload.jobtable's MAX_CPUS_PER_NODE, MAX_MEMORY_MIB_PER_NODE), and far
 # from int64 overflow when a preemption check adds the requests of a node's pods to it

@@ -25,7 +25,7 @@ import heapq
 import math
 import time
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -39,6 +39,7 @@ from gpuplan.sim.kubernetes.placement import PoolPlacement
 from gpuplan.sim.kubernetes.preemption import PodIndex, choose_victims
 from gpuplan.sim.kubernetes.scheduler import PodRequest, Scoring, select_node
 from gpuplan.sim.kubernetes.services import WARM, Deployments
+from gpuplan.sim.kubernetes.settings import KubernetesModelSettings, node_pool_specs
 from gpuplan.sim.kubernetes.setup import (
     build_kueue,
     job_priorities,
@@ -50,7 +51,11 @@ from gpuplan.sim.kubernetes.setup import (
 )
 from gpuplan.sim.outcome import COMPLETED, REJECTED, UNFINISHED, ModelRun, PoolSchedule
 from gpuplan.workload.jobtable import Int32, Int64, JobTable, Labels
+from gpuplan.workload.k8s_pods import PodRequests
 from gpuplan.workload.services import Service
+
+if TYPE_CHECKING:
+    from gpuplan.workload.synthesis import Workload
 
 MODEL = "kubernetes"
 
@@ -874,3 +879,20 @@ def simulate_kubernetes(
     began = time.perf_counter()
     run.run()
     return run.outcome(time.perf_counter() - began)
+
+
+def run_kubernetes(workload: Workload, pools: list[Pool], settings: KubernetesModelSettings) -> ModelRun:
+    """The model contract's entry (``gpuplan.sim.models``): ``workload`` on ``pools`` as OKE node
+    pools (``settings.kubernetes.nodePools`` gives their autoscaling bounds)."""
+    requests = workload.pod_requests or PodRequests()
+    return simulate_kubernetes(
+        workload.jobs,
+        node_pool_specs(pools, settings.kubernetes),
+        settings.kubernetes,
+        workload.services,
+        gpu_milli=requests.gpu_milli,
+        cpu_milli=requests.cpu_milli,
+        memory_mib=requests.memory_mib,
+        horizon_s=workload.horizon_s,
+        pool_aliases=settings.pool_aliases,
+    )

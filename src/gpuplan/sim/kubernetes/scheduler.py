@@ -17,11 +17,14 @@ and tolerates it, so the TaintToleration filter never removes a node; it is not 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 
 from gpuplan.sim.kubernetes.cluster import MILLI, Nodes
+from gpuplan.sim.registry import Registry
 
 MAX_NODE_SCORE = 100
 
@@ -41,11 +44,34 @@ class PodRequest:
         return self.gpus * self.milli if self.milli >= MILLI else self.milli
 
 
+Int64Array = npt.NDArray[np.int64]
+# one resource's score per node from its allocatable and requested figures (nodes with a known figure)
+ResourceScorer = Callable[[Int64Array, Int64Array], Int64Array]
+
+
+def least_allocated(alloc: Int64Array, used: Int64Array) -> Int64Array:
+    """least_allocated.go leastResourceScorer: (allocatable - requested) x 100 / allocatable; 0 past
+    the allocatable."""
+    return np.where(used > alloc, 0, (alloc - used) * MAX_NODE_SCORE // alloc)
+
+
+def most_allocated(alloc: Int64Array, used: Int64Array) -> Int64Array:
+    """most_allocated.go mostResourceScorer: requested x 100 / allocatable; 100 past the allocatable."""
+    return np.minimum(used, alloc) * MAX_NODE_SCORE // alloc
+
+
+# NodeResourcesFit's scoringStrategy.type, by the names KubeSchedulerConfiguration uses
+SCORING_STRATEGIES = Registry[ResourceScorer]("scoringStrategy.type")
+SCORING_STRATEGIES.register("LeastAllocated", least_allocated)
+SCORING_STRATEGIES.register("MostAllocated", most_allocated)
+
+
 @dataclass(frozen=True)
 class Scoring:
-    """``NodeResourcesFit`` args: strategy and the weight of cpu, memory and nvidia.com/gpu."""
+    """``NodeResourcesFit`` args: ``scoringStrategy.type`` and the weight of cpu, memory and
+    nvidia.com/gpu."""
 
-    most_allocated: bool = False
+    strategy: str = "LeastAllocated"
     cpu_weight: int = 1
     memory_weight: int = 1
     gpu_weight: int = 0
@@ -62,17 +88,12 @@ def feasible(nodes: Nodes, pod: PodRequest, start: int = 0, stop: int | None = N
     return ok
 
 
-def _resource_score(alloc: np.ndarray, requested: np.ndarray, most: bool) -> np.ndarray:
-    """One resource's score per node (leastRequestedScore, mostRequestedScore: requested past the
-    allocatable scores 0, resp. 100); 0 where the allocatable is 0 (the caller leaves those out)."""
+def _resource_score(alloc: Int64Array, requested: Int64Array, scorer: ResourceScorer) -> Int64Array:
+    """One resource's score per node; 0 where the allocatable is 0 (the caller leaves those out)."""
     known = alloc > 0
     safe = np.where(known, alloc, 1)
     used = np.where(known, requested, 0)  # an unknown node's figure is never multiplied
-    if most:
-        score = np.minimum(used, safe) * MAX_NODE_SCORE // safe
-    else:
-        score = np.where(used > safe, 0, (safe - used) * MAX_NODE_SCORE // safe)
-    return np.where(known, score, 0)
+    return np.where(known, scorer(safe, used), 0)
 
 
 def select_node(nodes: Nodes, pod: PodRequest, scoring: Scoring) -> int:
@@ -97,8 +118,9 @@ def select_node(nodes: Nodes, pod: PodRequest, scoring: Scoring) -> int:
         alloc = nodes.gpus[candidates].astype(np.int64) * MILLI
         used = alloc - nodes.gpu_free_total[candidates] + pod.gpu_milli_total
         resources.append((scoring.gpu_weight, alloc, used))
+    scorer = SCORING_STRATEGIES.get(scoring.strategy)
     for weight, alloc, used in resources:
-        total += weight * _resource_score(alloc, used, scoring.most_allocated)
+        total += weight * _resource_score(alloc, used, scorer)
         weights += weight * (alloc > 0)
     score = np.where(weights > 0, total // np.maximum(weights, 1), 0)
     return int(candidates[int(score.argmax())])

@@ -23,7 +23,7 @@ ANY_FLAVOR = "default-flavor"  # a ResourceFlavor without nodeLabels: its worklo
 def scoring_of(settings: KubernetesSettings) -> Scoring:
     weights = {r.name: r.weight for r in settings.scheduler.resources}
     return Scoring(
-        most_allocated=settings.scheduler.scoringStrategy == "MostAllocated",
+        strategy=settings.scheduler.scoringStrategy,
         cpu_weight=weights.get("cpu", 0),
         memory_weight=weights.get("memory", 0),
         gpu_weight=weights.get("nvidia.com/gpu", 0),

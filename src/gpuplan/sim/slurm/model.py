@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import asdict, dataclass, field, replace
-from typing import Any
+from dataclasses import replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -39,109 +39,30 @@ from gpuplan.sim.outcome import (
 from gpuplan.sim.slurm.partitions import REFUSALS, Partition, partition_table, pool_index, route_jobs
 from gpuplan.sim.slurm.policies import BACKFILL
 from gpuplan.sim.slurm.preemption import (
-    DEFAULT_REQUEUE_DELAY_S,
     PreemptClass,
     preemption_inputs,
     requeue_state,
 )
 from gpuplan.sim.slurm.priority import (
     ControllerClock,
-    MultifactorSettings,
     PriorityInputs,
     multifactor,
     tiered,
 )
 from gpuplan.sim.slurm.qos import Qos, limits, qos_of_jobs, qos_table
-from gpuplan.sim.slurm.reservations import Reservation, reservation_inputs
-from gpuplan.sim.slurm.topology import Topology, blocks_spanned, fragmentation
+from gpuplan.sim.slurm.reservations import reservation_inputs
+from gpuplan.sim.slurm.settings import SlurmSettings
+from gpuplan.sim.slurm.topology import blocks_spanned, fragmentation
 from gpuplan.workload.jobtable import JobTable, Labels
 from gpuplan.workload.services import DEMAND_STEP_S, Service
+
+if TYPE_CHECKING:
+    from gpuplan.workload.synthesis import Workload
 
 MODEL = "slurm"
 
 # jobs.parquet "reason": the QoS limits that held jobs (engine codes), then refusals at submit
 REASONS = (*HELD_REASONS, *REFUSALS[1:], "QOSMaxWallDurationPerJobLimit", "NodeConfigNotAvailable")
-
-
-@dataclass(frozen=True)
-class SlurmSettings:
-    """Scheduler settings, named and defaulted as in slurm.conf (SchedulerParameters)."""
-
-    backfill: str = "slurm"  # none | easy | slurm
-    bf_interval: int = 30  # seconds between backfill cycles
-    bf_window: int = 1440  # minutes ahead a job may be reserved
-    bf_resolution: int = 60  # seconds: granularity of the time profile
-    bf_max_job_test: int = 500  # jobs tested per backfill cycle
-    bf_max_job_user: int = 0  # jobs of one user tested per backfill cycle (0: no limit)
-    # the main scheduler's clock (backfill "slurm"; none/easy pass at every event)
-    sched_interval: int = 60  # seconds between its full passes (-1: none)
-    batch_sched_delay: int = 3  # seconds at least between its passes for submissions and job ends
-    default_queue_depth: int = 100  # jobs those passes test
-    priority_type: str = "basic"  # PriorityType: priority/basic (FCFS) | priority/multifactor
-    multifactor: MultifactorSettings = field(default_factory=MultifactorSettings)
-    qos: tuple[Qos, ...] = ()  # besides "normal"
-    partitions: tuple[Partition, ...] = ()  # besides one per pool that none covers
-    reservations: tuple[Reservation, ...] = ()  # advance reservations (scontrol create reservation)
-    topology: Topology | None = None  # TopologyPlugin: topology/block or topology/tree
-    select_type: str = "cons_tres"  # SelectType: cons_tres (per-GPU) | linear (whole nodes)
-    over_time_limit: int = 0  # OverTimeLimit, minutes a job may run past its time limit
-    preempt_type: str = "none"  # PreemptType: none | partition_prio | qos
-    preempt_mode: str = "off"  # PreemptMode (cluster-wide default): off | cancel | requeue | suspend
-    requeue_delay_s: float = DEFAULT_REQUEUE_DELAY_S
-    # when slurmctld started, on the workload's clock: its decay thread recalculates priorities
-    # every PriorityCalcPeriod from then, and its backfill thread cycles every bf_interval
-    controller_start_s: float = 0.0
-    # AccountingStorageEnforce; without "limits" a job's use after the last decay tick is lost
-    accounting_storage_enforce: tuple[str, ...] = ("associations", "limits", "qos")
-
-    def params(self, names: tuple[str, ...], epoch_s: float = 0.0) -> list[float]:
-        values = {
-            "bf_interval_s": float(self.bf_interval),
-            "bf_window_s": 60.0 * self.bf_window,
-            "bf_resolution_s": float(self.bf_resolution),
-            "bf_max_job_test": float(self.bf_max_job_test),
-            "bf_max_job_user": float(self.bf_max_job_user),
-            "clock_epoch_s": epoch_s,
-            "controller_start_s": self.controller_start_s,
-            "sched_interval_s": float(self.sched_interval),
-            "batch_sched_delay_s": float(self.batch_sched_delay),
-            "default_queue_depth": float(self.default_queue_depth),
-        }
-        return [values[name] for name in names]
-
-    def echo(self) -> dict[str, Any]:
-        """The settings that matter for the chosen modes, for summary.json."""
-        echoed: dict[str, Any] = {"backfill": self.backfill, "select_type": self.select_type}
-        if self.over_time_limit:
-            echoed["over_time_limit"] = self.over_time_limit
-        if self.backfill == "slurm":
-            echoed |= {
-                "bf_interval": self.bf_interval,
-                "bf_window": self.bf_window,
-                "bf_resolution": self.bf_resolution,
-                "bf_max_job_test": self.bf_max_job_test,
-                "bf_max_job_user": self.bf_max_job_user,
-                "sched_interval": self.sched_interval,
-                "batch_sched_delay": self.batch_sched_delay,
-                "default_queue_depth": self.default_queue_depth,
-            }
-        if self.controller_start_s:
-            echoed["controller_start_s"] = self.controller_start_s
-        if self.priority_type == "multifactor":
-            echoed["accounting_storage_enforce"] = list(self.accounting_storage_enforce)
-        if self.priority_type == "multifactor":
-            echoed |= {"priority_type": "multifactor", **asdict(self.multifactor)}
-        if self.qos:
-            echoed["qos"] = [asdict(qos) for qos in self.qos]
-        if self.partitions:
-            echoed["partitions"] = [asdict(partition) for partition in self.partitions]
-        if self.reservations:
-            echoed["reservations"] = [asdict(reservation) for reservation in self.reservations]
-        if self.topology is not None:
-            echoed["topology"] = asdict(self.topology)
-        if self.preempt_type != "none":
-            echoed |= {"preempt_type": self.preempt_type, "preempt_mode": self.preempt_mode}
-        return echoed
 
 
 def _static_service(service: Service, pool: Pool, free_nodes: int) -> tuple[ServiceOutcome, int]:
@@ -373,4 +294,16 @@ def simulate_slurm(
             if settings.topology is None
             else {"topology": fragmentation(blocks, jobs.nodes, settings.topology.nodes_per_block)}
         ),
+    )
+
+
+def run_slurm(workload: Workload, pools: list[Pool], settings: SlurmSettings) -> ModelRun:
+    """The model contract's entry (``gpuplan.sim.models``)."""
+    return simulate_slurm(
+        workload.jobs,
+        pools,
+        settings,
+        workload.services,
+        workload.team_shares,
+        epoch_s=workload.epoch_s,
     )

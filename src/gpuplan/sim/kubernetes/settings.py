@@ -1,4 +1,4 @@
-"""``gpuplan simulate --model kubernetes``: the model's settings, node pools and jobs from the input.
+"""The Kubernetes model's settings and their one translation from the input (``prepare``).
 
 A scenario's pools become OKE node pools (``models.kubernetes.nodePools`` sets their autoscaling
 bounds and provisioning delay); a pod trace runs on its node list, grouped into node pools of
@@ -19,46 +19,60 @@ checked.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from gpuplan.scenario.kubernetes import KubernetesSettings
-from gpuplan.scenario.load import LoadedScenario
 from gpuplan.scenario.model import BatchWorkload
-from gpuplan.sim.kubernetes.cluster import UNKNOWN, NodePoolSpec
-from gpuplan.sim.kubernetes.model import simulate_kubernetes
-from gpuplan.sim.outcome import ModelRun
-from gpuplan.workload.k8s_pods import NodeList, PodTrace
+from gpuplan.sim.cluster import Pool
+from gpuplan.sim.kubernetes.cluster import NodePoolSpec
+from gpuplan.workload.k8s_pods import NodeList
 
 if TYPE_CHECKING:
     from gpuplan.inputs import Input
+    from gpuplan.scenario.load import LoadedScenario
+    from gpuplan.sim.models import ModelSetup
 
-MIB_PER_GB = 1024
+DEFAULT_PROVISION_DELAY_S = 600.0  # a node pool without models.kubernetes.nodePools[].provisionDelay
 
 
-def scenario_pools(loaded: LoadedScenario, settings: KubernetesSettings) -> list[NodePoolSpec]:
+@dataclass(frozen=True)
+class KubernetesModelSettings:
+    """What the Kubernetes model runs with besides its workload and pools: the scenario's
+    ``models.kubernetes`` (Kueue, kube-scheduler, node pools' autoscaling, PriorityClasses) and
+    the pools that partition labels which are not pool names (Slurm partitions, workloads) stand for."""
+
+    kubernetes: KubernetesSettings = field(default_factory=KubernetesSettings)
+    pool_aliases: dict[str, str] | None = None
+
+
+def node_pool_specs(pools: list[Pool], settings: KubernetesSettings) -> list[NodePoolSpec]:
+    """The OKE node pools of ``pools``: their nodes, with the autoscaling bounds and provisioning
+    delay ``models.kubernetes.nodePools`` gives (none: a fixed node pool)."""
     bounds = {pool.pool: pool for pool in settings.nodePools}
-    pools = []
-    for pool in loaded.pools:
+    specs = []
+    for pool in pools:
         spec = bounds.get(pool.name)
         nodes = pool.nodes
-        pools.append(
+        specs.append(
             NodePoolSpec(
                 name=pool.name,
                 gpus_per_node=pool.gpus_per_node,
-                cpu_milli=pool.cpus_per_node * 1000 if pool.cpus_per_node else UNKNOWN,
-                memory_mib=int(pool.memory_gb * MIB_PER_GB) if pool.memory_gb else UNKNOWN,
+                cpu_milli=pool.cpu_milli,
+                memory_mib=pool.memory_mib,
                 nodes=nodes,
                 min_nodes=nodes if spec is None or spec.minNodes is None else min(spec.minNodes, nodes),
                 max_nodes=nodes if spec is None or spec.maxNodes is None else max(spec.maxNodes, nodes),
-                provision_delay_s=600.0 if spec is None else spec.provisionDelay,
+                provision_delay_s=DEFAULT_PROVISION_DELAY_S if spec is None else spec.provisionDelay,
                 price_per_gpu_hour=pool.price_per_gpu_hour,
+                node_names=pool.node_names,
             )
         )
-    return pools
+    return specs
 
 
-def node_list_pools(nodes: NodeList) -> list[NodePoolSpec]:
-    """Node pools of identical nodes from a node list, in order of first appearance; CPU-only nodes
+def node_list_pools(nodes: NodeList) -> list[Pool]:
+    """Pools of identical nodes from a node list, in order of first appearance; CPU-only nodes
     are left out (every pod here asks for GPUs)."""
     groups: dict[tuple[str, int, int, int], list[str]] = {}
     for name, model, gpus, cpu, mem in zip(
@@ -77,17 +91,21 @@ def node_list_pools(nodes: NodeList) -> list[NodePoolSpec]:
         base = f"{(model or 'gpu').lower()}-{gpus}gpu-{cpu // 1000}c"
         name = base if base not in used else f"{base}-{mem // 1024}g"
         used.add(name)
-        pools.append(
-            NodePoolSpec(name, gpus, cpu, mem, len(names), len(names), len(names), node_names=tuple(names))
-        )
+        pools.append(Pool(name, len(names), gpus, cpu_milli=cpu, memory_mib=mem, node_names=tuple(names)))
     return pools
 
 
-def _pool_aliases(loaded: LoadedScenario) -> dict[str, str]:
+def scenario_pools(loaded: LoadedScenario, settings: KubernetesSettings) -> list[NodePoolSpec]:
+    """A scenario's pools as OKE node pools, with the CPU and memory its pools or shapes give."""
+    from gpuplan.inputs import scenario_pools as pools_of
+
+    return node_pool_specs(pools_of(loaded), settings)
+
+
+def pool_aliases(loaded: LoadedScenario) -> dict[str, str]:
     """Partition labels of synthesised jobs -> pool: pools by name, Slurm partitions by the pool they span."""
     aliases = {pool.name: pool.name for pool in loaded.pools}
-    slurm = loaded.scenario.models.slurm
-    for partition in getattr(slurm, "partitions", []):
+    for partition in loaded.scenario.models.slurm.partitions:
         aliases.setdefault(partition.name, partition.pool)
     for workload in loaded.scenario.workloads:
         if isinstance(workload, BatchWorkload) and workload.pool is not None:
@@ -95,35 +113,15 @@ def _pool_aliases(loaded: LoadedScenario) -> dict[str, str]:
     return aliases
 
 
-def run_kubernetes(loaded: Input, request: Any) -> ModelRun:
-    """The Kubernetes model with the scenario's ``models.kubernetes`` (defaults for a trace)."""
-    workload = loaded.workload
-    jobs = workload.jobs
-    settings = KubernetesSettings()
-    extras: dict[str, Any] = {}
+def prepare(loaded: Input) -> ModelSetup[KubernetesModelSettings]:
+    """The scenario's ``models.kubernetes`` and pools; for a trace, the defaults on its node list's
+    pools, else on the pool ``simulate`` sized (CPU and memory unknown)."""
+    from gpuplan.sim.models import ModelSetup
+
     if loaded.scenario is not None:
-        settings = loaded.scenario.scenario.models.kubernetes
-        pools = scenario_pools(loaded.scenario, settings)
-        extras["pool_aliases"] = _pool_aliases(loaded.scenario)
-    elif loaded.node_list is not None:
-        pools = node_list_pools(loaded.node_list)
-    else:
-        pools = [  # a trace without a node list: the nodes' CPU and memory are unknown
-            NodePoolSpec(
-                p.name,
-                p.gpus_per_node,
-                UNKNOWN,
-                UNKNOWN,
-                p.nodes,
-                p.nodes,
-                p.nodes,
-                price_per_gpu_hour=p.price_per_gpu_hour,
-            )
-            for p in loaded.pools
-        ]
-    trace = loaded.trace
-    if isinstance(trace, PodTrace) and trace.jobs is jobs:
-        extras |= {"gpu_milli": trace.gpu_milli, "cpu_milli": trace.cpu_milli, "memory_mib": trace.memory_mib}
-    return simulate_kubernetes(
-        jobs, pools, settings, workload.services, horizon_s=workload.horizon_s, **extras
-    )
+        settings = KubernetesModelSettings(
+            loaded.scenario.scenario.models.kubernetes, pool_aliases(loaded.scenario)
+        )
+        return ModelSetup(loaded.pools, settings)
+    pools = loaded.pools if loaded.node_list is None else node_list_pools(loaded.node_list)
+    return ModelSetup(pools, KubernetesModelSettings())

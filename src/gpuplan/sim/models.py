@@ -1,0 +1,116 @@
+"""The model contract: every operating model by name, run on a workload, pools and its own settings.
+
+``MODELS`` holds the models (``gpuplan simulate --model`` and ``compare`` take their names from it).
+Each has one settings type and one translation into it (``prepare``: from a scenario's
+``models.<name>``, or the defaults for a trace, with the pools the model sees), and one entry
+point, ``run(workload, pools, settings) -> ModelRun``, that knows nothing of commands, inputs or
+files. The settings object ``prepare`` returns is the one the model runs on and echoes in
+summary.json; rendering and sizing start from it and change it in memory.
+
+Every model returns the same outcome (``gpuplan.sim.outcome.ModelRun``): one row per job with its
+state and, for a job that did not run or waited, the scheduler's own reason.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+from gpuplan.errors import InputError
+from gpuplan.sim.registry import Registry
+
+if TYPE_CHECKING:
+    from gpuplan.inputs import Input
+    from gpuplan.sim.cluster import Pool
+    from gpuplan.sim.outcome import ModelRun
+    from gpuplan.workload.synthesis import Workload
+
+SettingsT = TypeVar("SettingsT")
+
+
+@dataclass(frozen=True)
+class ModelSetup(Generic[SettingsT]):
+    """What a model runs on besides its workload: the pools it sees and its settings."""
+
+    pools: list[Pool]
+    settings: SettingsT
+
+
+def _entry(path: str) -> Callable[..., Any]:
+    """``module:function``, imported on first call: the registry's names cost no import (the CLI
+    lists them), a model's code is loaded when it runs."""
+    module, name = path.split(":")
+
+    def call(*args: Any) -> Any:
+        return getattr(importlib.import_module(module), name)(*args)
+
+    call.__qualname__ = path
+    return call
+
+
+@dataclass(frozen=True)
+class OperatingModel(Generic[SettingsT]):
+    """One operating model: its translation from the input, its entry point, and how
+    ``simulate --backfill`` changes its settings (None: the option does not apply)."""
+
+    name: str
+    description: str
+    prepare: Callable[[Input], ModelSetup[SettingsT]]
+    run: Callable[[Workload, list[Pool], SettingsT], ModelRun]
+    with_backfill: Callable[[SettingsT, str], SettingsT] | None = None
+
+    def setup(self, loaded: Input, backfill: str | None = None) -> ModelSetup[SettingsT]:
+        """``prepare`` and, when given, the ``--backfill`` mode."""
+        setup = self.prepare(loaded)
+        if backfill is None:
+            return setup
+        if self.with_backfill is None:
+            raise InputError(f"does not apply to the {self.name} model", field="--backfill")
+        return ModelSetup(setup.pools, self.with_backfill(setup.settings, backfill))
+
+
+MODELS = Registry[OperatingModel[Any]]("--model")
+MODELS.register(
+    "slurm",
+    OperatingModel(
+        "slurm",
+        "Slurm (OCI HPC Stack): partitions, QoS, multifactor priority, backfill, preemption",
+        _entry("gpuplan.sim.slurm.settings:prepare"),
+        _entry("gpuplan.sim.slurm.model:run_slurm"),
+        _entry("gpuplan.sim.slurm.settings:with_backfill"),
+    ),
+)
+MODELS.register(
+    "kubernetes",
+    OperatingModel(
+        "kubernetes",
+        "Kubernetes (OKE): Kueue quotas and cohorts, kube-scheduler, HPA, cluster autoscaler",
+        _entry("gpuplan.sim.kubernetes.settings:prepare"),
+        _entry("gpuplan.sim.kubernetes.model:run_kubernetes"),
+    ),
+)
+MODELS.register(
+    "hybrid",
+    OperatingModel(
+        "hybrid",
+        "Slurm and Kubernetes side by side on split pools, with lending",
+        _entry("gpuplan.sim.hybrid.settings:prepare"),
+        _entry("gpuplan.sim.hybrid.model:run_hybrid"),
+        _entry("gpuplan.sim.hybrid.settings:with_backfill"),
+    ),
+)
+
+
+def run_model(name: str, workload: Workload, pools: list[Pool], settings: Any) -> ModelRun:
+    """Run the model ``name`` (an InputError names the known ones)."""
+    model: OperatingModel[Any] = MODELS.get(name)
+    return model.run(workload, pools, settings)
+
+
+def run_input(name: str, loaded: Input, backfill: str | None = None) -> ModelRun:
+    """The model ``name`` on an input, with the settings its translation gives."""
+    model: OperatingModel[Any] = MODELS.get(name)
+    setup = model.setup(loaded, backfill)
+    return model.run(loaded.workload, setup.pools, setup.settings)

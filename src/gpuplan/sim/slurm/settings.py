@@ -1,0 +1,188 @@
+"""The Slurm model's settings, named and defaulted as slurm.conf, and their one translation from a
+scenario's ``models.slurm`` (``from_scenario``). This object is what the model runs on, what the
+settings echo in summary.json shows (``echo``) and what rendering and sizing start from."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, replace
+from typing import TYPE_CHECKING, Any
+
+from gpuplan.sim.slurm.partitions import Partition
+from gpuplan.sim.slurm.preemption import DEFAULT_REQUEUE_DELAY_S
+from gpuplan.sim.slurm.priority import MultifactorSettings
+from gpuplan.sim.slurm.qos import Qos
+from gpuplan.sim.slurm.reservations import Reservation
+from gpuplan.sim.slurm.topology import Topology
+
+if TYPE_CHECKING:
+    from gpuplan.inputs import Input
+    from gpuplan.scenario.model import SlurmSection
+    from gpuplan.sim.models import ModelSetup
+
+
+@dataclass(frozen=True)
+class SlurmSettings:
+    """Scheduler settings, named and defaulted as in slurm.conf (SchedulerParameters)."""
+
+    backfill: str = "slurm"  # none | easy | slurm
+    bf_interval: int = 30  # seconds between backfill cycles
+    bf_window: int = 1440  # minutes ahead a job may be reserved
+    bf_resolution: int = 60  # seconds: granularity of the time profile
+    bf_max_job_test: int = 500  # jobs tested per backfill cycle
+    bf_max_job_user: int = 0  # jobs of one user tested per backfill cycle (0: no limit)
+    # the main scheduler's clock (backfill "slurm"; none/easy pass at every event)
+    sched_interval: int = 60  # seconds between its full passes (-1: none)
+    batch_sched_delay: int = 3  # seconds at least between its passes for submissions and job ends
+    default_queue_depth: int = 100  # jobs those passes test
+    priority_type: str = "basic"  # PriorityType: priority/basic (FCFS) | priority/multifactor
+    multifactor: MultifactorSettings = field(default_factory=MultifactorSettings)
+    qos: tuple[Qos, ...] = ()  # besides "normal"
+    partitions: tuple[Partition, ...] = ()  # besides one per pool that none covers
+    reservations: tuple[Reservation, ...] = ()  # advance reservations (scontrol create reservation)
+    topology: Topology | None = None  # TopologyPlugin: topology/block or topology/tree
+    select_type: str = "cons_tres"  # SelectType: cons_tres (per-GPU) | linear (whole nodes)
+    over_time_limit: int = 0  # OverTimeLimit, minutes a job may run past its time limit
+    preempt_type: str = "none"  # PreemptType: none | partition_prio | qos
+    preempt_mode: str = "off"  # PreemptMode (cluster-wide default): off | cancel | requeue | suspend
+    requeue_delay_s: float = DEFAULT_REQUEUE_DELAY_S
+    # when slurmctld started, on the workload's clock: its decay thread recalculates priorities
+    # every PriorityCalcPeriod from then, and its backfill thread cycles every bf_interval
+    controller_start_s: float = 0.0
+    # AccountingStorageEnforce; without "limits" a job's use after the last decay tick is lost
+    accounting_storage_enforce: tuple[str, ...] = ("associations", "limits", "qos")
+
+    def params(self, names: tuple[str, ...], epoch_s: float = 0.0) -> list[float]:
+        values = {
+            "bf_interval_s": float(self.bf_interval),
+            "bf_window_s": 60.0 * self.bf_window,
+            "bf_resolution_s": float(self.bf_resolution),
+            "bf_max_job_test": float(self.bf_max_job_test),
+            "bf_max_job_user": float(self.bf_max_job_user),
+            "clock_epoch_s": epoch_s,
+            "controller_start_s": self.controller_start_s,
+            "sched_interval_s": float(self.sched_interval),
+            "batch_sched_delay_s": float(self.batch_sched_delay),
+            "default_queue_depth": float(self.default_queue_depth),
+        }
+        return [values[name] for name in names]
+
+    def echo(self) -> dict[str, Any]:
+        """The settings that matter for the chosen modes, for summary.json."""
+        echoed: dict[str, Any] = {"backfill": self.backfill, "select_type": self.select_type}
+        if self.over_time_limit:
+            echoed["over_time_limit"] = self.over_time_limit
+        if self.backfill == "slurm":
+            echoed |= {
+                "bf_interval": self.bf_interval,
+                "bf_window": self.bf_window,
+                "bf_resolution": self.bf_resolution,
+                "bf_max_job_test": self.bf_max_job_test,
+                "bf_max_job_user": self.bf_max_job_user,
+                "sched_interval": self.sched_interval,
+                "batch_sched_delay": self.batch_sched_delay,
+                "default_queue_depth": self.default_queue_depth,
+            }
+        if self.controller_start_s:
+            echoed["controller_start_s"] = self.controller_start_s
+        if self.priority_type == "multifactor":
+            echoed["accounting_storage_enforce"] = list(self.accounting_storage_enforce)
+        if self.priority_type == "multifactor":
+            echoed |= {"priority_type": "multifactor", **asdict(self.multifactor)}
+        if self.qos:
+            echoed["qos"] = [asdict(qos) for qos in self.qos]
+        if self.partitions:
+            echoed["partitions"] = [asdict(partition) for partition in self.partitions]
+        if self.reservations:
+            echoed["reservations"] = [asdict(reservation) for reservation in self.reservations]
+        if self.topology is not None:
+            echoed["topology"] = asdict(self.topology)
+        if self.preempt_type != "none":
+            echoed |= {"preempt_type": self.preempt_type, "preempt_mode": self.preempt_mode}
+        return echoed
+
+
+def from_scenario(spec: SlurmSection) -> SlurmSettings:
+    """The Slurm model's settings from a scenario's ``models.slurm`` (seconds where the scenario
+    gives durations with units; the names slurm.conf and sacctmgr use)."""
+    return SlurmSettings(
+        backfill=spec.backfill,
+        bf_interval=spec.bf_interval,
+        bf_window=spec.bf_window,
+        bf_resolution=spec.bf_resolution,
+        bf_max_job_test=spec.bf_max_job_test,
+        bf_max_job_user=spec.bf_max_job_user,
+        sched_interval=spec.sched_interval,
+        batch_sched_delay=spec.batch_sched_delay,
+        default_queue_depth=spec.default_queue_depth,
+        priority_type=spec.priority_type,
+        multifactor=MultifactorSettings(
+            weight_age=spec.priority_weight_age,
+            weight_fairshare=spec.priority_weight_fairshare,
+            weight_job_size=spec.priority_weight_job_size,
+            max_age_s=spec.priority_max_age,
+            decay_half_life_s=spec.priority_decay_half_life,
+            calc_period_s=spec.priority_calc_period,
+            usage_reset_period=spec.priority_usage_reset_period,
+            fairshare=spec.fairshare,
+            weight_qos=spec.priority_weight_qos,
+            weight_partition=spec.priority_weight_partition,
+        ),
+        qos=tuple(
+            Qos(
+                q.name,
+                q.priority,
+                q.max_gpus_per_user,
+                q.max_jobs_per_user,
+                q.grp_gpus,
+                q.max_wall,
+                tuple(q.preempt),
+                q.preempt_mode,
+                q.grace_time,
+                q.usage_factor,
+            )
+            for q in spec.qos
+        ),
+        partitions=tuple(
+            Partition(
+                p.name,
+                p.pool,
+                p.priority_tier,
+                p.priority_job_factor,
+                p.max_time,
+                p.default_time,
+                None if p.allow_accounts is None else tuple(p.allow_accounts),
+                p.preempt_mode,
+                p.grace_time,
+                p.exclusive,
+            )
+            for p in spec.partitions
+        ),
+        select_type=spec.select_type,
+        over_time_limit=spec.over_time_limit,
+        controller_start_s=spec.controller_start,
+        accounting_storage_enforce=tuple(spec.accounting_storage_enforce),
+        topology=None
+        if spec.topology is None
+        else Topology(spec.topology.plugin, spec.topology.nodes_per_block, spec.topology.require),
+        reservations=tuple(
+            Reservation(r.name, r.pool, r.nodes, r.start, r.duration, tuple(r.accounts), r.repeat)
+            for r in spec.reservations
+        ),
+        preempt_type=spec.preempt_type,
+        preempt_mode=spec.preempt_mode,
+        requeue_delay_s=spec.requeue_delay,
+    )
+
+
+def prepare(loaded: Input) -> ModelSetup[SlurmSettings]:
+    """The scenario's ``models.slurm`` on its pools; Slurm's defaults on a trace's pool."""
+    from gpuplan.sim.models import ModelSetup
+
+    if loaded.scenario is None:
+        return ModelSetup(loaded.pools, SlurmSettings())
+    return ModelSetup(loaded.pools, from_scenario(loaded.scenario.scenario.models.slurm))
+
+
+def with_backfill(settings: SlurmSettings, backfill: str) -> SlurmSettings:
+    """``gpuplan simulate --backfill``: another backfill mode than the scenario's."""
+    return replace(settings, backfill=backfill)
