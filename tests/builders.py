@@ -1,19 +1,44 @@
-"""Small builders for test workloads: ``workload().job(submit=0, run=10, nodes=2)...``."""
+"""What the tests build their cases from, for both models: workloads of batch jobs for Slurm
+(``workload().job(submit=0, run=10, nodes=2)...``) and of pods for Kubernetes
+(``pods().job(team="a", gpus=8, pods=2)...``), the pools and node pools they run on, one run of
+each model, the oracle's view of a Slurm run, the paths of the examples, the test data and the
+shared traces, and gpuplan's CLI in this process."""
 
 from __future__ import annotations
 
+import json
 import math
-from dataclasses import dataclass, field, fields
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
 
 import numpy as np
+import pytest
+from hypothesis import strategies as st
 
+from gpuplan.scenario.kubernetes import KubernetesSettings
 from gpuplan.sim.cluster import Pool
+from gpuplan.sim.kubernetes import NodePoolSpec, simulate_kubernetes
+from gpuplan.sim.kubernetes.cluster import UNKNOWN
 from gpuplan.sim.outcome import ModelRun
-from gpuplan.sim.slurm.model import SlurmSettings, simulate_slurm
+from gpuplan.sim.slurm.model import simulate_slurm
+from gpuplan.sim.slurm.settings import SlurmSettings
 from gpuplan.workload.jobtable import JobTable, Labels
+from gpuplan.workload.services import Service
 from gpuplan.workload.trace import Trace
 
 from reference import reference_schedule
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = ROOT / "examples"
+DATA = ROOT / "tests" / "data"
+# real traces too large for the repository, beside the clone (../shared/traces/{swf,slurm,gpu,k8s});
+# tests of them skip where they are absent (the ``shared_trace`` fixture)
+SHARED_TRACES = ROOT.parent / "shared" / "traces"
+
+
+# -- Slurm: batch jobs on one pool of nodes --------------------------------------------------------
 
 
 @dataclass
@@ -82,22 +107,106 @@ class Workload:
         backfill: str,
         gpus_per_node: int = 1,
         epoch_s: float | None = None,
-        **bf: float,
+        **bf: Any,
     ) -> ModelRun:
-        return simulate_slurm(
-            self.table(),
-            [Pool("batch", total_nodes, gpus_per_node)],
-            SlurmSettings(backfill, **bf),  # type: ignore[arg-type]
-            epoch_s=epoch_s,
-        )
+        """The jobs under ``--backfill BACKFILL`` (and backfill settings ``bf``)."""
+        return run_slurm(self, total_nodes, gpus_per_node, SlurmSettings(backfill, **bf), epoch_s=epoch_s)
 
-    def starts(self, total_nodes: int, backfill: str, **bf: float) -> dict[int, float | None]:
+    def starts(self, total_nodes: int, backfill: str, **bf: Any) -> dict[int, float | None]:
         """Start time by job id (None: never started)."""
-        run = self.simulate(total_nodes, backfill, **bf)
-        return {
-            int(job_id): None if np.isnan(start) else float(start)
-            for job_id, start in zip(run.jobs.job_id, run.start_s, strict=True)
-        }
+        return start_times(self.simulate(total_nodes, backfill, **bf))
+
+
+def workload() -> Workload:
+    return Workload()
+
+
+def batch_pool(nodes: int, gpus_per_node: int = 1) -> Pool:
+    """The one Slurm pool of the tests, ``batch``: ``nodes`` nodes of ``gpus_per_node`` GPUs."""
+    return Pool("batch", nodes, gpus_per_node)
+
+
+def run_slurm(
+    jobs: Workload | JobTable,
+    nodes: int,
+    gpus_per_node: int = 1,
+    settings: SlurmSettings | None = None,
+    *,
+    base: Mapping[str, Any] | None = None,
+    team_shares: dict[str, float] | None = None,
+    epoch_s: float | None = None,
+    submitted_early: list[bool] | None = None,
+    **options: Any,
+) -> ModelRun:
+    """The Slurm model on ``jobs`` on ``batch_pool(nodes, gpus_per_node)``, with ``settings``, or
+    else ``SlurmSettings(**options)`` over the file's common settings ``base``. ``team_shares``:
+    the accounts' Fairshare=; ``epoch_s``: the Unix time of t = 0; ``submitted_early``: per job,
+    submitted before its submit time with --begin (noticed by the next pass)."""
+    table = jobs.table() if isinstance(jobs, Workload) else jobs
+    if submitted_early is not None:
+        table = replace(table, submitted_early=np.array(submitted_early))
+    if settings is None:
+        settings = SlurmSettings(**{**(base or {}), **options})
+    elif base or options:
+        raise TypeError("run_slurm takes settings or options, not both")
+    return simulate_slurm(
+        table, [batch_pool(nodes, gpus_per_node)], settings, team_shares=team_shares, epoch_s=epoch_s
+    )
+
+
+def by_job_id(run: ModelRun, values: np.ndarray) -> dict[int, Any]:
+    """``values`` (one per job of ``run``) by job id; NaN as None (a job that never started)."""
+    return {
+        int(job_id): (None if isinstance(v, float) and np.isnan(v) else v)
+        for job_id, v in zip(run.jobs.job_id, values.tolist(), strict=True)
+    }
+
+
+def start_times(run: ModelRun) -> dict[int, float | None]:
+    """Start time by job id (None: never started)."""
+    return by_job_id(run, run.start_s)
+
+
+def starts_of(run: ModelRun) -> list[float | None]:
+    return [None if math.isnan(start) else start for start in run.start_s.tolist()]
+
+
+# The Slurm main scheduler passing at every whole second (sched_interval=1, batch_sched_delay=0),
+# as at every event for whole-second workloads: for tests of what backfill decides on its own.
+MAIN_EVERY_SECOND = {"sched_interval": 1, "batch_sched_delay": 0}
+
+
+@st.composite
+def workloads(draw: st.DrawFn) -> tuple[Workload, int]:
+    """Random whole-second workloads on 1-8 nodes, some jobs too large for the cluster (rejected)."""
+    total_nodes = draw(st.integers(1, 8))
+    jobs = workload()
+    for _ in range(draw(st.integers(1, 25))):
+        run = draw(st.integers(0, 40))
+        limit = draw(st.one_of(st.none(), st.integers(1, 60)))
+        jobs.job(
+            submit=draw(st.integers(0, 60)),
+            run=run,
+            nodes=draw(st.integers(1, total_nodes + 1)),  # sometimes too large: rejected
+            limit=limit,
+            job_id=draw(st.integers(0, 10**6)),
+            team=draw(st.sampled_from("abc")),
+        )
+    return jobs, total_nodes
+
+
+# Random settings of `--backfill slurm`: the backfill cycle's and the main scheduler's.
+bf_settings = st.fixed_dictionaries(
+    {
+        "bf_interval": st.integers(1, 25),
+        "bf_resolution": st.sampled_from([1, 2, 5, 60]),
+        "bf_window": st.sampled_from([1, 1440]),
+        "bf_max_job_test": st.integers(1, 6),
+        "sched_interval": st.sampled_from([-1, 1, 7, 60]),
+        "batch_sched_delay": st.sampled_from([0, 3]),
+        "default_queue_depth": st.sampled_from([0, 1, 100]),
+    }
+)
 
 
 def reference_for(
@@ -106,7 +215,8 @@ def reference_for(
     backfill: str,
     plans: list[tuple[float, str, int, frozenset[int], float, float]] | None = None,
 ) -> tuple[list[float | None], dict[int, list[float]]]:
-    """The reference implementation's start times (and EASY reservations) for the jobs of ``run``."""
+    """The oracle's start times (and EASY reservations) for the jobs of ``run``
+    (bench/fidelity_slurm/reference.py, ``reference_schedule``)."""
     jobs = run.jobs
     estimate = np.where(jobs.time_limit_s > 0, jobs.time_limit_s, jobs.duration_s)
     settings = run.settings
@@ -134,33 +244,6 @@ def reference_for(
     )
 
 
-def starts_of(run: ModelRun) -> list[float | None]:
-    return [None if math.isnan(start) else start for start in run.start_s.tolist()]
-
-
-def assert_same_traces(a: Trace, b: Trace) -> None:
-    """Two reads of a trace give the same jobs and the same account of what was dropped."""
-    for name in ("format", "skipped_invalid", "bad_lines", "epoch_s", "header"):
-        assert getattr(a, name) == getattr(b, name), name
-    for f in fields(JobTable):
-        x, y = getattr(a.jobs, f.name), getattr(b.jobs, f.name)
-        if isinstance(x, Labels):
-            assert x.values() == y.values(), f.name
-        elif x is None or y is None:
-            assert x is y, f.name
-        else:
-            np.testing.assert_array_equal(x, y, err_msg=f.name)
-
-
-# The Slurm main scheduler passing at every whole second (sched_interval=1, batch_sched_delay=0),
-# as at every event for whole-second workloads: for tests of what backfill decides on its own.
-MAIN_EVERY_SECOND = {"sched_interval": 1, "batch_sched_delay": 0}
-
-
-def workload() -> Workload:
-    return Workload()
-
-
 def expand_hosts(hosts: str) -> list[int]:
     """Node numbers of a Slurm host list such as ``node[0-3,8]``."""
     body = hosts[hosts.index("[") + 1 : -1] if "[" in hosts else hosts.lstrip("abcdefghijklmnopqrstuvwxyz")
@@ -186,13 +269,171 @@ def assert_no_node_overcommitted(run: ModelRun, nodes: int, gpus_per_node: int) 
         assert used[node] <= gpus_per_node
 
 
-def gpuplan(*args: str, columns: int = 250) -> tuple[int, str, str]:
+# -- Kubernetes: jobs of pods on node pools --------------------------------------------------------
+
+
+@dataclass
+class Pods:
+    """Kubernetes jobs (``pods()``): each of ``pods`` pods asks ``gpus`` GPUs; ``gpu_milli`` below
+    1000 asks that share of one GPU, ``cpu_milli`` and ``memory_mib`` are the pod's CPU and memory
+    requests (not given: the node's share for the pod's GPUs). ``defaults`` hold for every job
+    that does not say otherwise; a column no job sets keeps JobTable.build's default (team
+    "unknown", QoS "normal": the priority class's, partition "": any pool)."""
+
+    defaults: dict[str, Any] = field(default_factory=dict)
+    rows: list[dict[str, Any]] = field(default_factory=list)
+
+    def job(self, **values: Any) -> Pods:
+        """One job: ``team``, ``gpus`` (8), ``pods`` (1), ``at`` (submit, 0 s), ``run`` (1000 s),
+        ``qos``, ``partition`` (a pool: a node selector), ``checkpoint`` (s), ``gpu_milli``,
+        ``cpu_milli``, ``memory_mib``, ``job_id`` (default: 1, 2, ... in order)."""
+        row = {"gpus": 8, "pods": 1, "at": 0.0, "run": 1000.0, **self.defaults, **values}
+        unknown = set(row) - set(_POD_FIELDS)
+        if unknown:
+            raise TypeError(f"Pods.job: unknown {sorted(unknown)}")
+        self.rows.append(row)
+        return self
+
+    def column(self, name: str, default: Any) -> list[Any] | None:
+        """The values of ``name``, ``default`` where a job left it out; None if no job set it."""
+        if not any(name in r for r in self.rows):
+            return None
+        return [r.get(name, default) for r in self.rows]
+
+    def table(self) -> JobTable:
+        qos = self.column("qos", "")
+        checkpoints = self.column("checkpoint", math.nan)
+        return JobTable.build(
+            job_id=self.column("job_id", None) or range(1, len(self.rows) + 1),
+            submit_s=[r["at"] for r in self.rows],
+            duration_s=[r["run"] for r in self.rows],
+            nodes=[r["pods"] for r in self.rows],
+            gpus_per_node=[r["gpus"] for r in self.rows],
+            team=self.column("team", "unknown"),
+            qos=None if qos is None else [q or "normal" for q in qos],
+            partition=self.column("partition", ""),
+            checkpoint_s=None if checkpoints is None else [math.nan if c is None else c for c in checkpoints],
+        )
+
+    def requests(self, name: str, whole: int | None = None) -> np.ndarray | None:
+        """One request of every pod (``gpu_milli``, ``cpu_milli``, ``memory_mib``), as
+        simulate_kubernetes takes it beside the table; None if no job gives it (``whole``: the
+        value of a job that does not)."""
+        values = self.column(name, whole)
+        if values is not None and None in values:
+            raise ValueError(f"Pods: {name} given for some jobs only")
+        return None if values is None else np.array(values)
+
+    def simulate(
+        self,
+        pools: list[NodePoolSpec],
+        settings: KubernetesSettings,
+        services: list[Service] | None = None,
+        **options: Any,
+    ) -> ModelRun:
+        """The Kubernetes model on these jobs (and ``services``) on ``pools``; ``options``:
+        simulate_kubernetes's (horizon_s, pool_aliases)."""
+        return simulate_kubernetes(
+            self.table(),
+            pools,
+            settings,
+            services,
+            gpu_milli=self.requests("gpu_milli", 1000),
+            cpu_milli=self.requests("cpu_milli"),
+            memory_mib=self.requests("memory_mib"),
+            **options,
+        )
+
+
+_POD_FIELDS = (
+    "team",
+    "gpus",
+    "pods",
+    "at",
+    "run",
+    "qos",
+    "partition",
+    "checkpoint",
+    "gpu_milli",
+    "cpu_milli",
+    "memory_mib",
+    "job_id",
+)
+
+
+def pods(**defaults: Any) -> Pods:
+    return Pods(defaults)
+
+
+def node_pool(
+    nodes: int,
+    *,
+    gpus: int = 8,
+    name: str = "h100",
+    cpu_milli: int = UNKNOWN,
+    memory_mib: int = UNKNOWN,
+    max_nodes: int | None = None,
+    provision_delay_s: float = 600.0,
+) -> NodePoolSpec:
+    """An OKE node pool of ``nodes`` nodes of ``gpus`` GPUs (allocatable CPU and memory per node:
+    UNKNOWN, not checked), which the cluster autoscaler may grow to ``max_nodes``."""
+    return NodePoolSpec(
+        name,
+        gpus,
+        cpu_milli,
+        memory_mib,
+        nodes,
+        nodes,
+        nodes if max_nodes is None else max_nodes,
+        provision_delay_s=provision_delay_s,
+    )
+
+
+def kubernetes_settings(**values: Any) -> KubernetesSettings:
+    """The scenario's ``kubernetes:`` section (kueue, scheduler, priorities, hpa ...) as written."""
+    return KubernetesSettings.model_validate(values)
+
+
+# -- traces and the CLI ----------------------------------------------------------------------------
+
+
+def require(path: Path) -> Path:
+    """``path``, or the test skipped when it is absent: the shared traces are not part of a clone."""
+    if not path.exists():
+        pytest.skip(f"{path} is absent: the shared traces (../shared/traces beside the clone) are not here")
+    return path
+
+
+def assert_same_traces(a: Trace, b: Trace) -> None:
+    """Two reads of a trace give the same jobs and the same account of what was dropped."""
+    for name in ("format", "skipped_invalid", "bad_lines", "epoch_s", "header"):
+        assert getattr(a, name) == getattr(b, name), name
+    for f in fields(JobTable):
+        x, y = getattr(a.jobs, f.name), getattr(b.jobs, f.name)
+        if isinstance(x, Labels):
+            assert x.values() == y.values(), f.name
+        elif x is None or y is None:
+            assert x is y, f.name
+        else:
+            np.testing.assert_array_equal(x, y, err_msg=f.name)
+
+
+def gpuplan(*args: str, columns: int | None = 250) -> tuple[int, str, str]:
     """``gpuplan ARGS`` in this process: (exit code, stdout, stderr). Anything but a clean exit, such as
-    an exception escaping a command, fails the test; tables are not wrapped (``columns``)."""
+    an exception escaping a command, fails the test; tables are not wrapped (``columns``; None: the
+    environment's width)."""
     from typer.testing import CliRunner
 
     from gpuplan.cli import app
 
-    result = CliRunner().invoke(app, list(args), env={"COLUMNS": str(columns)})
+    env = None if columns is None else {"COLUMNS": str(columns)}
+    result = CliRunner().invoke(app, list(args), env=env)
     assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
     return result.exit_code, result.stdout, result.stderr
+
+
+def simulate_summary(*args: str, model: str) -> tuple[int, dict[str, Any], str]:
+    """``gpuplan simulate ARGS --model MODEL --json``: (exit code, the summary it printed, empty when
+    it failed, stderr)."""
+    code, out, err = gpuplan("simulate", *args, "--model", model, "--json", columns=None)
+    return code, json.loads(out) if code == 0 else {}, err

@@ -1,16 +1,31 @@
-"""The harness's reference model of Slurm 22.05's scheduling, a specification aid for gpuplan's engine.
+"""The reference model of Slurm 22.05's scheduling: the one oracle of gpuplan's Slurm model, for the
+fidelity harness and for the tests.
 
 It is not gpuplan's model and not Slurm's code. It was written from Slurm's documentation, from what
 ``slurmctld.log`` and the scheduling log showed in the replays, and from reading how Slurm 22.05.8
 behaves in its source (each behaviour below names the parameter and the place, as file:function,
-where it is decided; nothing is copied). ``compare.py`` runs it beside gpuplan as the column ``ref``.
-README.md, "Semantics the engine must implement", states the same rules as a numbered specification,
-in order of their measured effect; ``FEATURES`` switches each one off to measure that effect.
+where it is decided; nothing is copied). README.md, "Semantics the engine must implement", states
+the same rules as a numbered specification, in order of their measured effect. Slow, with lists,
+sets and sorts only, independently of the compiled engine and its data structures: meant to be
+obviously right.
 
-The model is a discrete-event simulation in continuous time (seconds after the replay's start t0,
-as floats), because Slurm's loops run on their own clocks and the order of events inside one second
-decides who starts where. Times Slurm stores are whole seconds (``time(NULL)``): a job's start and end,
-the "now" of every pass, --begin times; sacct prints those.
+One backfill cycle on named nodes (``backfill_cycle``: the node-space map, will-run, reservations)
+and one node choice (``best_fit``) serve two drivers, which differ in their clocks only:
+
+- ``simulate`` (``Model``), the harness's model of the controller: a discrete-event simulation in
+  continuous time, with the loops' measured clocks, multifactor priority and Fair Tree.
+  ``compare.py`` runs it beside gpuplan as the column ``ref``; ``FEATURES`` switches each behaviour
+  off to measure its effect (``--ablate``).
+- ``reference_schedule``, the tests' oracle of the engine: FIFO, EASY and Slurm's backfill in the
+  subset gpuplan's engine implements (whole-second ticks from the controller's start at t = 0 and no
+  drift, cycles every bf_interval while jobs wait, sched_interval, batch_sched_delay,
+  default_queue_depth), on one pool of whole nodes. The tests compare the engine with it start by
+  start.
+
+The harness's model, in continuous time (seconds after the replay's start t0, as floats), because
+Slurm's loops run on their own clocks and the order of events inside one second decides who starts
+where. Times Slurm stores are whole seconds (``time(NULL)``): a job's start and end, the "now" of
+every pass, --begin times; sacct prints those.
 
 Event kinds, each at a float time:
 
@@ -42,11 +57,304 @@ import heapq
 import itertools
 import math
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
 
-import workload
+if TYPE_CHECKING:  # the harness's jobs (workload.py, beside this file): the tests' are indices
+    import workload
+
+QueuedJob = TypeVar("QueuedJob")
+
+# ---- one backfill cycle on named nodes, and the node choice: both drivers' --------------------------
+
+
+def floor_res(t: float, res: float, epoch: int = 0) -> float:
+    """``t`` rounded down to a multiple of ``res`` on the epoch clock (Slurm rounds time_t values):
+    ``epoch`` is the Unix time of t = 0."""
+    return math.floor((t + epoch) / res) * res - epoch
+
+
+def best_fit(free: frozenset[int] | set[int], count: int, fit_runs: bool = True) -> frozenset[int] | None:
+    """Nodes for a whole-node job (select/cons_tres, job_test.c:_eval_nodes): the free nodes form
+    runs of consecutive numbers; take the smallest run with enough nodes (the first of equal runs),
+    its lowest nodes; if no run is large enough, take the largest run (the first of equal ones)
+    whole and repeat for the rest. ``fit_runs`` off: the lowest-numbered free nodes. None: fewer
+    than ``count`` free."""
+    if len(free) < count:
+        return None
+    ordered = sorted(free)
+    if not fit_runs:
+        return frozenset(ordered[:count])
+    runs: list[list[int]] = []
+    for node in ordered:
+        if runs and runs[-1][-1] == node - 1:
+            runs[-1].append(node)
+        else:
+            runs.append([node])
+    chosen: list[int] = []
+    while len(chosen) < count:
+        want = count - len(chosen)
+        fitting = [r for r in runs if len(r) >= want]
+        best = min(fitting, key=len) if fitting else max(runs, key=len)  # first of equal ones
+        chosen += best[:want]
+        runs.remove(best)
+    return frozenset(chosen)
+
+
+@dataclass
+class Rec:
+    """One record of the backfill map (backfill.c node_space_map_t): nodes free of this cycle's
+    reservations over [begin, end)."""
+
+    begin: float
+    end: float
+    avail: frozenset[int]
+
+
+@dataclass(frozen=True)
+class CycleRules:
+    """How a backfill cycle tests jobs: slurm.conf's SchedulerParameters (bf_resolution, bf_window
+    in seconds, bf_max_job_test), the epoch of t = 0, and behaviours the harness can switch off
+    (``FEATURES``)."""
+
+    bf_resolution: float
+    bf_window_s: float
+    bf_max_job_test: float
+    epoch: int = 0
+    every_job_reserves: bool = True
+    try_later: bool = True
+    will_run_groups: bool = True
+    best_fit: bool = True
+    # gpuplan's shortcut (backfill_map.c, any_could_start): without a free node no job can start
+    # now, so the cycle ends; the jobs it did not test would only have reserved. Not Slurm's: off
+    # for the harness, whose plans are compared with Slurm's logged ones.
+    stop_when_full: bool = False
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What a cycle did with one job: "start" now, over [now, now + limit], or "reserve" its
+    will-run start ``when``, over [floor_res(when), floor_res(when + limit))."""
+
+    kind: str
+    job: Any
+    when: float
+    nodes: frozenset[int]
+    begin: float
+    end: float
+
+
+@dataclass
+class CycleOutcome:
+    tested: int = 0  # jobs tested (each gets an expected start: the harness's last_job_update)
+    decisions: list[Decision] = field(default_factory=list)
+    stuck: int = 0  # jobs still retrying after 500 tries (never seen; Slurm ends at bf_max_time)
+
+
+def add_reservation(plan: list[Rec], start: float, end: float, nodes: frozenset[int], res: float) -> None:
+    """backfill.c:_add_reservation: split the map at start and end, take ``nodes`` out of the
+    records in between; a reservation lasts at least one bf_resolution; then merge the first pair
+    of neighbouring records that became equal."""
+    start = max(start, plan[0].begin)
+    end = max(end, start + res)
+    placed, one_before, one_after, j = False, 0, None, 0
+    while True:
+        if plan[j].end > start:
+            plan.insert(j + 1, Rec(start, plan[j].end, plan[j].avail))
+            plan[j].end = start
+            placed = True
+            break
+        if plan[j].end == start:
+            placed = True
+            break
+        one_before = j
+        j += 1
+        if j >= len(plan):
+            break
+    while placed:
+        j += 1
+        if j >= len(plan):
+            break
+        if end < plan[j].end:
+            plan.insert(j + 1, Rec(end, plan[j].end, plan[j].avail))
+            plan[j].end = end
+        plan[j].avail = plan[j].avail - nodes
+        if end == plan[j].end:
+            one_after = j + 1 if j + 1 < len(plan) else None
+            break
+    i = one_before
+    while i != one_after and i + 1 < len(plan):
+        if plan[i].avail == plan[i + 1].avail:
+            plan[i].end = plan[i + 1].end
+            del plan[i + 1]
+            break
+        i += 1
+
+
+def overlaps(plan: list[Rec], nodes: frozenset[int], start: float, end: float) -> bool:
+    """backfill.c:_test_resv_overlap: some record over [start, end) already lacks one of ``nodes``."""
+    return any(rec.end > start and rec.begin < end and not nodes <= rec.avail for rec in plan)
+
+
+def candidates(
+    plan: list[Rec], at: float, limit: float, all_nodes: frozenset[int], try_later: bool = True
+) -> tuple[frozenset[int], float | None]:
+    """The nodes a job of time limit ``limit`` may use from ``at``: those of every record that ends
+    after ``at`` and begins at or before ``at + limit``; and ``later``, the end of the first record
+    (ending after ``at``) after which the next record frees a candidate node not free in it
+    (backfill.c:_attempt_backfill's later_start), None if there is none or ``try_later`` is off."""
+    avail = set(all_nodes)
+    later = None
+    for k, rec in enumerate(plan):
+        frees = k + 1 < len(plan) and not plan[k + 1].avail <= (avail & rec.avail)
+        if rec.end > at and later is None and frees and try_later:
+            later = rec.end
+        if rec.end <= at:
+            continue
+        if rec.begin > at + limit:
+            break
+        avail &= rec.avail
+    return frozenset(avail), later
+
+
+def will_run(
+    avail: frozenset[int],
+    count: int,
+    now: float,
+    free: set[int],
+    running: Sequence[tuple[float, frozenset[int]]],
+    rules: CycleRules,
+) -> tuple[float, frozenset[int]] | None:
+    """Earliest start of a ``count``-node job on ``avail`` (job_test.c:_will_run_test): now if it
+    fits on free candidates; else release ``running`` jobs ((planned end = start + limit, nodes), in
+    order of planned end) in groups: the first group ends at the first 30-s epoch boundary after the
+    first job's end plus 30 s, later groups at that boundary plus 60, 120, 240 ... s (the window
+    doubles at least once per group, until it reaches the next job's end); after each group test
+    again; the start is the planned end of the last job released (now + 1 if that end has passed: the
+    job still runs now). A job on none of ``avail`` is skipped, and then the next one joins the group
+    whatever its end (as the source's loop does). ``will_run_groups`` off: test after each job."""
+    fit = best_fit(avail & free, count, rules.best_fit)
+    if fit is not None:
+        return now, fit
+    released = set(free)
+    if not rules.will_run_groups:
+        for planned, nodes in running:
+            if not nodes & avail:
+                continue
+            released |= nodes
+            fit = best_fit(avail & released, count, rules.best_fit)
+            if fit is not None:
+                return max(now + 1, planned), fit
+        return None
+    window, boundary, i = 30.0, None, 0
+    while i < len(running):
+        last, more = None, True
+        while True:
+            if i >= len(running):
+                more = False
+                break
+            planned, nodes = running[i]
+            i += 1
+            if not nodes & avail:
+                continue
+            if boundary is None:
+                boundary = planned + 30 - (planned + rules.epoch) % 30
+            last = planned
+            released |= nodes
+            if i >= len(running):
+                more = False
+                break
+            if running[i][0] > boundary + window:
+                break
+        if last is None:
+            break
+        window *= 2
+        while i < len(running) and running[i][0] > boundary + window:  # type: ignore[operator]
+            window *= 2
+        fit = best_fit(avail & released, count, rules.best_fit)
+        if fit is not None:
+            return max(now + 1, last), fit
+        if not more:
+            break
+    return None
+
+
+def backfill_cycle(
+    now: float,
+    queue: Sequence[QueuedJob],
+    *,
+    count_of: Callable[[QueuedJob], int],
+    limit_of: Callable[[QueuedJob], float],
+    all_nodes: frozenset[int],
+    free: set[int],
+    running: list[tuple[float, frozenset[int]]],
+    start: Callable[[QueuedJob, frozenset[int]], object],
+    rules: CycleRules,
+) -> CycleOutcome:
+    """backfill.c:_attempt_backfill, on named nodes (README.md, "Semantics the engine must
+    implement", items 3, 5, 11-13). The map starts as one record [floor_res(now), floor_res(now +
+    bf_window)) with every node of ``all_nodes``: running jobs are not in it (they are known to
+    will-run by their planned ends, ``running``), only this cycle's reservations and the jobs it
+    starts. Jobs are tested in queue order, at most bf_max_job_test; each starts now (``start``
+    takes its nodes out of ``free``) or reserves its will-run start. A job started joins ``running``
+    after the jobs of equal planned end."""
+    res = rules.bf_resolution
+    plan = [
+        Rec(floor_res(now, res, rules.epoch), floor_res(now + rules.bf_window_s, res, rules.epoch), all_nodes)
+    ]
+    outcome = CycleOutcome()
+    reserved_one = False
+    for tested, job in enumerate(queue):
+        if tested >= rules.bf_max_job_test or (rules.stop_when_full and not free):
+            break
+        outcome.tested += 1
+        limit = limit_of(job)
+        at = now
+        for _ in range(500):  # TRY_LATER; each retry moves to a later map boundary
+            avail, later = candidates(plan, at, limit, all_nodes, rules.try_later)
+            found = will_run(avail, count_of(job), now, free, running, rules)
+            if found is None:
+                if later is None:
+                    break
+                at = later
+                continue
+            when, chosen = max(found[0], at), found[1]
+            if when <= now:
+                start(job, chosen)
+                ends_at = now + limit
+                k = len(running)
+                while k > 0 and running[k - 1][0] > ends_at:
+                    k -= 1
+                running.insert(k, (ends_at, chosen))
+                outcome.decisions.append(Decision("start", job, now, chosen, now, now + limit))
+                # a started whole-node job enters the map until its planned end, rounded down
+                # (backfill.c:_bf_reserve_running)
+                add_reservation(plan, plan[0].begin, floor_res(now + limit, res, rules.epoch), chosen, res)
+                break
+            if not rules.every_job_reserves and reserved_one:
+                break  # EASY: only the first job that cannot start reserves
+            if later is not None and when > later:
+                at = later
+                continue
+            if when > now + rules.bf_window_s:
+                break  # beyond the window: no reservation
+            begin, end = floor_res(when, res, rules.epoch), floor_res(when + limit, res, rules.epoch)
+            if overlaps(plan, chosen, begin, end):
+                at = when  # backfill.c:_test_resv_overlap, then TRY_LATER
+                continue
+            outcome.decisions.append(Decision("reserve", job, when, chosen, begin, end))
+            add_reservation(plan, begin, end, chosen, res)
+            reserved_one = True
+            break
+        else:
+            outcome.stuck += 1
+    return outcome
+
+
+# ---- the harness's model of the controller -------------------------------------------------------
 
 # Behaviours that can be switched off (Settings.off) to measure their effect on agreement.
 FEATURES = {
@@ -122,16 +430,6 @@ class Settings:
 
 
 @dataclass
-class Rec:
-    """One record of the backfill map (backfill.c node_space_map_t): nodes free of reservations
-    over [begin, end)."""
-
-    begin: int
-    end: int
-    avail: frozenset[int]
-
-
-@dataclass
 class Running:
     job: workload.Job
     nodes: frozenset[int]
@@ -146,48 +444,6 @@ class Event:
     seq: int
     kind: str = field(compare=False)
     data: object = field(compare=False, default=None)
-
-
-def best_fit(free: frozenset[int] | set[int], count: int, on: bool = True) -> frozenset[int] | None:
-    """Nodes for a whole-node job (select/cons_tres, job_test.c:_eval_nodes): the free nodes form
-    runs of consecutive indices; take the smallest run with enough nodes (the first of equal runs),
-    its lowest nodes; if no run is large enough, take the largest run (the first of equal ones)
-    whole and repeat for the rest. Off: the lowest-numbered free nodes."""
-    if len(free) < count:
-        return None
-    ordered = sorted(free)
-    if not on:
-        return frozenset(ordered[:count])
-    runs: list[list[int]] = []
-    for n in ordered:
-        if runs and runs[-1][-1] == n - 1:
-            runs[-1].append(n)
-        else:
-            runs.append([n])
-    chosen: list[int] = []
-    rem = count
-    while rem > 0:
-        best = None
-        for r in runs:
-            if not r:
-                continue
-            if best is None:
-                best = r
-                continue
-            enough, best_enough = len(r) >= rem, len(best) >= rem
-            if (
-                (enough and not best_enough)
-                or (enough and len(r) < len(best))
-                or (not enough and not best_enough and len(r) > len(best))
-            ):
-                best = r
-        if best is None:
-            return None
-        take = best[:rem]
-        chosen += take
-        rem -= len(take)
-        best.clear()
-    return frozenset(chosen)
 
 
 class Model:
@@ -222,7 +478,7 @@ class Model:
         self.sched_requests = 1  # the submissions queued one (proc_req.c: queue_job_scheduler)
         self.last_full_sec = self.last_sched_sec = -(10**9)
         self.next_free_tick: float | None = None
-        self.plans: list[tuple[int, int, int, tuple[int, ...]]] = []  # cycle, job, planned start, nodes
+        self.plans: list[tuple[int, int, float, tuple[int, ...]]] = []  # cycle, job, planned start, nodes
         self.reason_set: set[int] = set()
 
     # ---- clocks and events -----------------------------------------------------------------
@@ -230,11 +486,6 @@ class Model:
     def push(self, t: float, kind: str, data: object = None) -> None:
         self.seq += 1
         heapq.heappush(self.events, Event(t, self.seq, kind, data))
-
-    def epoch_floor(self, t: int, res: int) -> int:
-        """Round down to a multiple of ``res`` in epoch time (Slurm rounds time_t values)."""
-        e = self.s.t0_epoch
-        return (t + e) // res * res - e
 
     def sec(self, t: float) -> int:
         """Slurm's "now" at float time t: time(NULL) reads the kernel's coarse clock, which lags
@@ -454,192 +705,41 @@ class Model:
 
     # ---- the backfill scheduler ------------------------------------------------------------
 
-    def will_run(
-        self, job: workload.Job, avail: frozenset[int], now: int
-    ) -> tuple[int, frozenset[int]] | None:
-        """Earliest start on ``avail`` (job_test.c:_will_run_test): now if the job fits on nodes
-        free now; else release running jobs in order of planned end (start + limit) in groups:
-        the first group ends at the first 30-s epoch boundary after the first job's end plus 30 s,
-        later groups at that boundary plus 60, 120, 240 ... s (the window doubles at least once per
-        group, until it reaches the next job's end); after each group test again; the start is
-        the planned end of the last job released. A job on none of ``avail`` is skipped, and then
-        the next one joins the group whatever its end (as the source's loop does)."""
-        s = self.s
-        fit = best_fit(avail & frozenset(self.free), job.nodes, s.on("best_fit"))
-        if fit is not None:
-            return now, fit
-        ordered = sorted(self.running.values(), key=lambda r: r.est_end)
-        released: set[int] = set(self.free)
-        if not s.on("will_run_groups"):
-            for r in ordered:
-                if not (r.nodes & avail):
-                    continue
-                released |= r.nodes
-                fit = best_fit(avail & frozenset(released), job.nodes, s.on("best_fit"))
-                if fit is not None:
-                    return max(now, r.est_end), fit
-            return None
-        window = 30
-        boundary = None
-        i = 0
-        while i < len(ordered):
-            last = None
-            more = True
-            while True:
-                if i >= len(ordered):
-                    more = False
-                    break
-                r = ordered[i]
-                i += 1
-                if not (r.nodes & avail):
-                    continue
-                if boundary is None:
-                    e = r.est_end + s.t0_epoch
-                    boundary = r.est_end + (30 - e % 30)
-                last = r
-                released |= r.nodes
-                if i >= len(ordered):
-                    more = False
-                    break
-                if ordered[i].est_end > boundary + window:
-                    break
-            if last is None:
-                break
-            nxt = ordered[i] if i < len(ordered) else None
-            window *= 2
-            while nxt is not None and nxt.est_end > boundary + window:
-                window *= 2
-            fit = best_fit(avail & frozenset(released), job.nodes, s.on("best_fit"))
-            if fit is not None:
-                return max(now, last.est_end), fit
-            if not more:
-                break
-        return None
-
-    def add_reservation(self, ns: list[Rec], start: int, end: int, nodes: frozenset[int]) -> None:
-        """backfill.c:_add_reservation: split the map at start and end, take ``nodes`` out of the
-        records in between; a reservation lasts at least one bf_resolution; then merge the first
-        pair of neighbouring records that became equal."""
-        res = self.s.bf_resolution if self.s.on("bf_resolution") else 1
-        start = max(start, ns[0].begin)
-        if end < start + res:
-            end = start + res
-        placed = False
-        one_before, one_after = 0, None
-        j = 0
-        while True:
-            if ns[j].end > start:
-                ns.insert(j + 1, Rec(start, ns[j].end, ns[j].avail))
-                ns[j].end = start
-                placed = True
-                break
-            if ns[j].end == start:
-                placed = True
-                break
-            one_before = j
-            j += 1
-            if j >= len(ns):
-                break
-        while placed:
-            j += 1
-            if j >= len(ns):
-                break
-            if end < ns[j].end:
-                ns.insert(j + 1, Rec(end, ns[j].end, ns[j].avail))
-                ns[j].end = end
-            ns[j].avail = ns[j].avail - nodes
-            if end == ns[j].end:
-                one_after = j + 1 if j + 1 < len(ns) else None
-                break
-        i = one_before
-        while i != one_after and i + 1 < len(ns):
-            if ns[i].avail == ns[i + 1].avail:
-                ns[i].end = ns[i + 1].end
-                del ns[i + 1]
-                break
-            i += 1
-
     def backfill_cycle(self, t: float) -> None:
-        """backfill.c:_attempt_backfill. The map starts as one record from now (rounded down to
-        bf_resolution) to now + bf_window with every node: running jobs are not in it (they are
-        known to will_run by their planned ends), only this cycle's reservations and the jobs this
-        cycle starts. Jobs are tested in queue order (up to bf_max_job_test)."""
+        """backfill.c:_attempt_backfill (``backfill_cycle``) on the eligible jobs in queue order;
+        the running jobs known to will-run by their planned ends (start + time limit)."""
         s = self.s
         now = self.sec(t)
         queue = self.eligible(now)
         if not queue:
             return  # "no jobs to backfill": nothing changes, so the next cycle waits for a change
-        res = s.bf_resolution if s.on("bf_resolution") else 1
-        window = s.bf_window_min * 60
-        ns = [Rec(self.epoch_floor(now, res), self.epoch_floor(now + window, res), self.all_nodes)]
-        reserved_one = False
-        for tested, job in enumerate(queue):
-            if tested >= s.bf_max_job_test:
-                break
-            if job.job not in self.pending:
-                continue
-            limit = job.time_limit_min * 60
-            start_res = now
-            self.touch(now)  # the job's expected start is set: last_job_update
-            for _ in range(500):  # TRY_LATER; each retry moves to a later map boundary
-                end_time = start_res + limit
-                avail = set(self.all_nodes)
-                later = None
-                for k, rec in enumerate(ns):
-                    # later_start: the first boundary after which a candidate node frees up
-                    # (backfill.c:_attempt_backfill, the node_space walk before _try_sched)
-                    frees = k + 1 < len(ns) and not ns[k + 1].avail <= (avail & rec.avail)
-                    if rec.end > start_res and later is None and frees and s.on("try_later"):
-                        later = rec.end
-                    if rec.end <= start_res:
-                        continue
-                    if rec.begin <= end_time:
-                        avail &= rec.avail
-                    else:
-                        break
-                avail_f = frozenset(avail)
-                if len(avail_f) < job.nodes:
-                    if later is not None:
-                        start_res = later
-                        continue
-                    break
-                found = self.will_run(job, avail_f, now)
-                if found is None:
-                    if later is not None:
-                        start_res = later
-                        continue
-                    break
-                when, nodes = found
-                when = max(when, start_res)
-                if when <= now:
-                    self.plans.append((now, job.job, when, tuple(sorted(nodes))))
-                    r = self.start(job, nodes, t, "backfill")
-                    # a started whole-node job enters the map until its planned end
-                    # (backfill.c:_bf_reserve_running), rounded down
-                    self.add_reservation(ns, 0, self.epoch_floor(r.est_end, res), nodes)
-                    break
-                if not s.on("every_job_reserves") and reserved_one:
-                    break  # EASY: only the first job that cannot start reserves
-                if later is not None and when > later:
-                    start_res = later
-                    continue
-                start_r = self.epoch_floor(when, res)
-                end_r = self.epoch_floor(when + limit, res)
-                if when > now + window:
-                    break
-                if self.overlaps(ns, nodes, start_r, end_r):
-                    start_res = when  # backfill.c:_test_resv_overlap, then TRY_LATER
-                    continue
-                self.plans.append((now, job.job, when, tuple(sorted(nodes))))
-                self.add_reservation(ns, start_r, end_r, nodes)
-                reserved_one = True
-                break
-            else:
-                self.stuck += 1  # never seen; Slurm would end the cycle at bf_max_time
-
-    @staticmethod
-    def overlaps(ns: list[Rec], nodes: frozenset[int], start: int, end: int) -> bool:
-        return any(rec.end > start and rec.begin < end and not nodes <= rec.avail for rec in ns)
+        rules = CycleRules(
+            bf_resolution=s.bf_resolution if s.on("bf_resolution") else 1,
+            bf_window_s=s.bf_window_min * 60,
+            bf_max_job_test=s.bf_max_job_test,
+            epoch=s.t0_epoch,
+            every_job_reserves=s.on("every_job_reserves"),
+            try_later=s.on("try_later"),
+            will_run_groups=s.on("will_run_groups"),
+            best_fit=s.on("best_fit"),
+        )
+        running = sorted(self.running.values(), key=lambda r: r.est_end)  # ties: in start order
+        outcome = backfill_cycle(
+            now,
+            queue,
+            count_of=lambda job: job.nodes,
+            limit_of=lambda job: job.time_limit_min * 60,
+            all_nodes=self.all_nodes,
+            free=self.free,
+            running=[(r.est_end, r.nodes) for r in running],
+            start=lambda job, nodes: self.start(job, nodes, t, "backfill"),
+            rules=rules,
+        )
+        if outcome.tested:
+            self.touch(now)  # the jobs' expected start is set: last_job_update
+        for d in outcome.decisions:
+            self.plans.append((now, d.job.job, d.when, tuple(sorted(d.nodes))))
+        self.stuck += outcome.stuck
 
     # ---- the event loop ----------------------------------------------------------------------
 
@@ -866,3 +966,171 @@ def settings_from_replay(
 def ablate(settings: Settings) -> dict[str, Settings]:
     """One Settings per feature, with that feature switched off."""
     return {name: replace(settings, off=settings.off | {name}) for name in FEATURES}
+
+
+# ---- the tests' oracle of gpuplan's engine ---------------------------------------------------------
+
+
+def reference_schedule(
+    submit: Sequence[float],
+    run: Sequence[float],
+    estimate: Sequence[float],
+    nodes: Sequence[int],
+    job_id: Sequence[int],
+    total_nodes: int,
+    backfill: str,
+    bf: dict[str, float] | None = None,
+    plans: list[tuple[float, str, int, frozenset[int], float, float]] | None = None,
+) -> tuple[list[float | None], dict[int, list[float]]]:
+    """Start time of each job (None if it never ran), and the reservations each job was given (EASY:
+    the shadow times while it was the blocked head; slurm: the reserved start times), under the
+    rules of issue 2 (``none``: strict FIFO, ``easy``: EASY backfill, both counting nodes) or
+    Slurm's backfill on named nodes (``slurm``). Jobs larger than the cluster are rejected. ``bf``:
+    bf_interval, bf_window (s), bf_resolution, bf_max_job_test, and optionally sched_interval (60),
+    batch_sched_delay (3) and default_queue_depth (100) for the slurm mode, whose main scheduler runs
+    on slurmctld's background ticks (every whole second from the controller's start at 0): a full
+    pass every sched_interval, else a pass of at most default_queue_depth + 1 jobs when a submission
+    or a job end asked for one and batch_sched_delay passed since the last pass. Other modes pass at
+    every instant. ``plans``, if given, gets each backfill cycle's decisions in order: (cycle time,
+    "start" or "reserve", job, nodes, from, until), a start's window being [now, now + limit], a
+    reservation's [floor_res(T), floor_res(T + limit))."""
+    n = len(submit)
+    order = sorted(range(n), key=lambda j: (submit[j], job_id[j], j))
+    start: list[float | None] = [None] * n
+    end: dict[int, float] = {}  # running job -> end time
+    ends: list[tuple[float, int]] = []  # heap of (end time, job)
+    queue: list[int] = []
+    reservations: dict[int, list[float]] = {}
+    free = total_nodes
+    next_arrival = 0
+
+    # the nodes themselves, for Slurm's backfill, which plans on named nodes (FIFO and EASY count)
+    track_nodes = backfill == "slurm"
+    all_nodes = frozenset(range(total_nodes))
+    free_set = set(all_nodes) if track_nodes else set()
+    nodes_of: dict[int, frozenset[int]] = {}
+
+    def slurm_cycle(now: float, queue: list[int], bf: dict[str, float]) -> list[int]:
+        """One backfill cycle (``backfill_cycle``) with gpuplan's shortcut of ending it once no
+        node is free; the jobs left waiting, in queue order."""
+        rules = CycleRules(bf["bf_resolution"], bf["bf_window"], bf["bf_max_job_test"], stop_when_full=True)
+        running = sorted(end, key=lambda r: (start[r] + estimate[r], r))  # type: ignore[operator]
+        outcome = backfill_cycle(
+            now,
+            queue,
+            count_of=lambda j: nodes[j],
+            limit_of=lambda j: estimate[j],
+            all_nodes=all_nodes,
+            free=free_set,
+            running=[(start[r] + estimate[r], nodes_of[r]) for r in running],  # type: ignore[operator]
+            start=lambda j, chosen: begin(j, now, chosen),
+            rules=rules,
+        )
+        for d in outcome.decisions:
+            if d.kind == "reserve":
+                reservations.setdefault(d.job, []).append(d.when)
+            if plans is not None:
+                plans.append((now, d.kind, d.job, d.nodes, d.begin, d.end))
+        return [j for j in queue if j not in end]  # not started
+
+    def begin(j: int, now: float, chosen: frozenset[int] | None = None) -> None:
+        nonlocal free
+        start[j] = now
+        end[j] = now + run[j]
+        heapq.heappush(ends, (end[j], j))
+        free -= nodes[j]
+        if track_nodes:
+            nodes_of[j] = chosen if chosen is not None else best_fit(free_set, nodes[j])  # type: ignore[assignment]
+            free_set.difference_update(nodes_of[j])
+
+    # slurm mode: when the next backfill cycle is due; slurmctld starts at 0 and its backfill thread
+    # runs the first cycle bf_interval later
+    next_cycle = bf["bf_interval"] if bf else 0.0
+    wake: float | None = 0.0 if backfill == "slurm" else None  # slurm: the background thread ticks
+    sched_interval = bf.get("sched_interval", 60) if bf else 0
+    last_full = last_pass = 0.0  # the main scheduler's thread starts with the controller
+    requested = False
+    while next_arrival < n or ends or queue:
+        upcoming = [ends[0][0]] if ends else []
+        if next_arrival < n:
+            upcoming.append(submit[order[next_arrival]])
+        if wake is not None:
+            upcoming.append(wake)
+        now = min(upcoming)
+        if wake is not None and now >= wake:
+            wake = None
+        # 1. all ends at this instant
+        while ends and ends[0][0] <= now:
+            _, j = heapq.heappop(ends)
+            del end[j]
+            free += nodes[j]
+            requested = True
+            if track_nodes:
+                free_set.update(nodes_of.pop(j))
+        # 2. all arrivals (queue order: submit time, then job id)
+        while next_arrival < n and submit[order[next_arrival]] <= now:
+            j = order[next_arrival]
+            next_arrival += 1
+            if nodes[j] <= total_nodes:
+                queue.append(j)
+                requested = True
+        # 3. one scheduling pass: start from the head while the head fits
+        depth = math.inf
+        if backfill == "slurm":
+            assert bf is not None
+            tick = now == math.floor(now)
+            if sched_interval > 0 and tick and now - last_full >= sched_interval:
+                last_full = last_pass = now
+                requested = False
+            elif requested and tick and now - last_pass >= bf.get("batch_sched_delay", 3):
+                last_pass = now
+                requested = False
+                depth = bf.get("default_queue_depth", 100) + 1
+            else:
+                depth = 0  # no pass at this instant
+        started = 0
+        while started < min(len(queue), depth) and nodes[queue[started]] <= free:
+            begin(queue[started], now)
+            started += 1
+        del queue[:started]
+        if backfill == "slurm":
+            assert bf is not None
+            tick_next = math.floor(now) + 1  # the background thread ticks every second
+            wake = tick_next if wake is None else min(wake, tick_next)
+            if now >= next_cycle:
+                # cycles fall on multiples of bf_interval whether or not jobs wait: a job that
+                # arrives between two cycles waits for the next one
+                boundary = math.floor(now / bf["bf_interval"]) * bf["bf_interval"]
+                if queue and now == boundary:
+                    queue = slurm_cycle(now, queue, bf)
+                next_cycle = boundary + bf["bf_interval"]
+            if queue:
+                wake = next_cycle if wake is None else min(wake, next_cycle)
+            continue
+        if backfill == "none" or not queue:
+            continue
+        head = queue[0]
+        free_then = free
+        shadow = now
+        for r in sorted(end, key=lambda r: (start[r] + estimate[r], job_id[r], r)):  # type: ignore[operator]
+            if free_then >= nodes[head]:
+                break
+            free_then += nodes[r]
+            shadow = start[r] + estimate[r]  # type: ignore[operator]
+        extra = free_then - nodes[head]
+        reservations.setdefault(head, []).append(shadow)
+        backfilled = set()
+        for j in queue[1:]:
+            if nodes[j] > free:
+                continue
+            if now + estimate[j] <= shadow:
+                pass
+            elif nodes[j] <= extra:
+                extra -= nodes[j]
+            else:
+                continue
+            begin(j, now)
+            backfilled.add(j)
+        if backfilled:
+            queue = [j for j in queue if j not in backfilled]
+    return start, reservations

@@ -216,7 +216,7 @@ def answers_reference() -> str:
         "# `gpuplan init --answers`: the answer keys",
         "",
         "<!-- generated from gpuplan.scenario.init.Answers and QUESTIONS by",
-        "     `python -m gpuplan.scenario.init > docs/init-answers.md`; tests/test_init.py checks it -->",
+        "     `python -m gpuplan.scenario.init > docs/init-answers.md`; tests/scenario/test_init.py checks it -->",
         "",
         "`gpuplan init --answers FILE` reads a YAML or JSON mapping of question key to answer and asks",
         "nothing; a key left out takes its default, an unknown key is an error that lists these keys.",

@@ -1,0 +1,152 @@
+"""Properties of the Kubernetes model on random workloads, checked after every scheduling instant:
+no node is over-committed (GPU, GPU share, CPU, memory) and the placed pods account for exactly what
+the nodes have given out; no ClusterQueue uses more than its nominal quota plus its borrowingLimit,
+no cohort hands out more than its members lend; every job that can run eventually completes when
+there is no gang to deadlock."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from gpuplan.scenario.kubernetes import KubernetesSettings
+from gpuplan.sim.kubernetes.cluster import MILLI
+from gpuplan.sim.kubernetes.model import PLACING, RUNNING, KubernetesRun
+from gpuplan.sim.outcome import COMPLETED, REJECTED
+from gpuplan.workload.jobtable import JobTable
+
+from builders import kubernetes_settings, node_pool, pods
+
+
+class CheckedRun(KubernetesRun):
+    """A run that checks its invariants after every instant."""
+
+    checks = 0
+
+    def _record(self) -> None:
+        super()._record()
+        self.check()
+        CheckedRun.checks += 1
+
+    def check(self) -> None:
+        nodes = self.nodes
+        real = np.arange(nodes.max_gpus)[None, :] < nodes.gpus[:, None]
+        assert ((nodes.gpu_free >= 0) & (nodes.gpu_free <= MILLI))[real].all(), "a GPU over-committed"
+        assert (nodes.cpu_free >= 0).all() and (nodes.mem_free >= 0).all(), "CPU or memory over-committed"
+        # what the pods hold is what the nodes gave out
+        held = np.zeros(nodes.count, np.int64)
+        for j in np.flatnonzero((self.state == PLACING) | (self.state == RUNNING)).tolist():
+            first = int(self.first_pod[j])
+            for p in range(first, first + int(self.placed[j])):
+                held[self.pod_node[p]] += self.requests[j].gpu_milli_total
+        for rid, replica in self.deployments.replicas.items():
+            if replica.node >= 0:
+                held[replica.node] += self.deployments.request(rid).gpu_milli_total
+        assert (held == nodes.gpus_used()).all(), "placements and node state disagree"
+        assert (self.placed[self.state == RUNNING] == self.pods[self.state == RUNNING]).all()
+        if self.kueue is not None:
+            tree = self.kueue.tree
+            for queue in self.kueue.queues:
+                node = tree.nodes[queue.policy.node]
+                for f in range(tree.flavors):
+                    assert node.usage[f] <= node.nominal[f] + node.borrowing_limit[f] + 1e-6, (
+                        "over borrowingLimit"
+                    )
+            for node in tree.nodes:
+                # a cohort hands out no more than its members lend (what lendingLimit caps)
+                if not node.is_queue:
+                    assert all(u <= q + 1e-6 for u, q in zip(node.usage, node.subtree, strict=True)), "cohort"
+
+
+job_rows = st.lists(
+    st.tuples(
+        st.integers(0, 3000),  # submit
+        st.integers(1, 2000),  # run time
+        st.sampled_from([1, 1, 1, 2]),  # pods
+        st.sampled_from([1, 2, 4, 8]),  # GPUs per pod
+        st.sampled_from(["a", "b", "c"]),  # team
+        st.sampled_from([1000, 1000, 500, 250]),  # GPU share of 1-GPU pods
+        st.sampled_from(["", "urgent"]),  # priority class
+    ),
+    min_size=1,
+    max_size=40,
+)
+
+
+def queues(draw: Any) -> list[dict[str, Any]]:
+    result = []
+    for team in ("a", "b", "c"):
+        flavor: dict[str, Any] = {"name": "gpu", "nominalQuota": draw(st.sampled_from([0, 4, 8, 16]))}
+        if draw(st.booleans()):
+            flavor["borrowingLimit"] = draw(st.sampled_from([0, 4, 8]))
+        if draw(st.booleans()):
+            flavor["lendingLimit"] = draw(st.sampled_from([0, 4]))
+        result.append(
+            {
+                "name": team,
+                "cohort": "org",
+                "teams": [team],
+                "flavors": [flavor],
+                "queueingStrategy": draw(st.sampled_from(["StrictFIFO", "BestEffortFIFO"])),
+                "preemption": {
+                    "withinClusterQueue": draw(
+                        st.sampled_from(["Never", "LowerPriority", "LowerOrNewerEqualPriority"])
+                    ),
+                    "reclaimWithinCohort": draw(st.sampled_from(["Never", "LowerPriority", "Any"])),
+                    "borrowWithinCohort": {"policy": draw(st.sampled_from(["Never", "LowerPriority"]))},
+                },
+            }
+        )
+    return result
+
+
+@st.composite
+def scenarios(draw: Any) -> tuple[JobTable, np.ndarray, KubernetesSettings, int]:
+    rows = draw(job_rows)
+    jobs = pods()
+    for submit, run, job_pods, gpus, team, _, qos in rows:
+        jobs.job(at=float(submit), run=float(run), pods=job_pods, gpus=gpus, team=team, qos=qos)
+    milli = np.array([r[5] if r[3] == 1 else 1000 for r in rows], np.int32)
+    kueue: dict[str, Any] = {"enable": draw(st.booleans())}
+    if kueue["enable"]:
+        kueue["clusterQueues"] = queues(draw)
+        kueue["fairSharing"] = {"enable": draw(st.booleans())}
+        if draw(st.booleans()):
+            kueue["waitForPodsReady"] = {"enable": True, "timeout": "5m"}
+    values = {
+        "kueue": kueue,
+        "scheduler": {"scoringStrategy": draw(st.sampled_from(["LeastAllocated", "MostAllocated"]))},
+        "priorities": {
+            "classes": [{"name": "urgent", "value": 10}, {"name": "batch", "value": 0}],
+            "assign": {"urgent": "urgent"},
+            "default": "batch",
+        },
+    }
+    return jobs.table(), milli, kubernetes_settings(**values), draw(st.integers(1, 4))
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(scenarios())
+def test_no_node_is_over_committed_and_quota_holds(
+    case: tuple[JobTable, np.ndarray, KubernetesSettings, int],
+) -> None:
+    table, milli, config, nodes = case
+    pool = node_pool(nodes, name="gpu", cpu_milli=64_000, memory_mib=512_000)
+    run = CheckedRun(table, [pool], config, [], gpu_milli=milli)
+    run.run()
+    run.check()
+    assert CheckedRun.checks > 0
+    outcome = run.outcome(0.0)
+    # every job ends, is rejected, or is stuck in a gang deadlock / behind quota it can never get
+    gang = outcome.extra["kubernetes"]["gang"]
+    if not config.kueue.enable and not gang["deadlocked"]:
+        assert ((outcome.state == COMPLETED) | (outcome.state == REJECTED)).all()
+    single_pod = (outcome.jobs.nodes == 1).all()
+    if single_pod and not config.kueue.enable:
+        assert not gang["deadlocked"]  # one-pod jobs cannot deadlock
+    done = outcome.state == COMPLETED
+    assert (outcome.end_s[done] >= outcome.start_s[done] + outcome.jobs.duration_s[done] - 1e-9).all()
+    assert (outcome.start_s[done] >= outcome.jobs.submit_s[done]).all()
