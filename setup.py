@@ -1,10 +1,12 @@
 """Build the compiled batch engine (plain C against the CPython API; no NumPy headers needed): the
-engine core (``sim/engine/_core``) and the Slurm pieces it calls (``sim/slurm/_core``)."""
+engine core (``sim/engine/_core``) and the Slurm pieces it calls (``sim/slurm/_core``), one file per
+kind of piece, each registering its plugins by the names Slurm users know (``plugins.h``)."""
 
 from setuptools import Extension, setup
 
 CORE = "src/gpuplan/sim/engine/_core"
 SLURM = "src/gpuplan/sim/slurm/_core"
+PIECES = ("policies", "backfill_map", "select", "priority", "qos", "preempt", "reservations", "lending", "topology")
 
 setup(
     ext_modules=[
@@ -13,12 +15,15 @@ setup(
             sources=[
                 f"{CORE}/module.c",
                 f"{CORE}/engine.c",
-                f"{SLURM}/policies.c",
-                f"{SLURM}/priority.c",
-                f"{SLURM}/backfill_map.c",
+                f"{CORE}/settings.c",
+                *(f"{SLURM}/{piece}.c" for piece in PIECES),
             ],
             include_dirs=[CORE, SLURM],
-            depends=[f"{CORE}/engine.h", f"{SLURM}/backfill_map.h"],
+            depends=[
+                f"{CORE}/engine.h",
+                f"{CORE}/pieces.h",
+                *(f"{SLURM}/{header}.h" for header in ("plugins", "backfill_map", "preempt", "qos", "reservations")),
+            ],
             extra_compile_args=["-O2"],
         )
     ]

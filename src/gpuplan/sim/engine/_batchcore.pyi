@@ -1,41 +1,24 @@
-"""Compiled batch engine (src/gpuplan/sim/_core). See engine.h for the semantics."""
+"""Compiled batch engine (src/gpuplan/sim/engine/_core, pieces in src/gpuplan/sim/slurm/_core).
+See engine.h for the semantics and pieces.h for how a piece reads its settings."""
 
-from typing import Any
-
-from numpy.typing import NDArray
-
-Buffer = NDArray[Any] | bytes
+from collections.abc import Mapping
 
 def simulate(
-    policy: str,
-    total_nodes: int,
-    gpus_per_node: int,
-    params: Buffer,
-    submit: Buffer,
-    run: Buffer,
-    estimate: Buffer,
-    nodes: Buffer,
-    gpus: Buffer,
-    job_id: Buffer,
-    start: Buffer,
-    range_first: Buffer,
-    range_count: Buffer,
-    tl_time: Buffer,
-    tl_busy_gpus: Buffer,
-    tl_queued: Buffer,
-    allocated_gpus_per_node: Buffer,
-    priority: tuple[object, ...] | None = None,
-    limits: tuple[Buffer, ...] | None = None,
-    preempt: tuple[object, ...] | None = None,
-    reservations: tuple[Buffer, ...] | None = None,
-    drains: tuple[Buffer, Buffer, float] | None = None,
-    topology: tuple[int, bool] | None = None,
-    best_fit: bool = False,
-    users: Buffer | None = None,
-    submitted_early: Buffer | None = None,
-    /,
+    *,
+    cluster: Mapping[str, object],
+    jobs: Mapping[str, object],
+    results: Mapping[str, object],
+    timeline: Mapping[str, object],
+    scheduler: Mapping[str, object],
+    select: Mapping[str, object],
+    priority: Mapping[str, object] | None = None,
+    qos: Mapping[str, object] | None = None,
+    preempt: Mapping[str, object] | None = None,
+    reservations: Mapping[str, object] | None = None,
+    lending: Mapping[str, object] | None = None,
+    topology: Mapping[str, object] | None = None,
 ) -> tuple[int, bytes]: ...
 def hostlists(
-    prefix: str, ranges: Buffer, range_first: Buffer, range_count: Buffer, /
+    prefix: str, ranges: object, range_first: object, range_count: object, /
 ) -> tuple[bytes, bytes]: ...
-def policies() -> list[str]: ...
+def pieces() -> dict[str, list[str]]: ...

@@ -1,17 +1,19 @@
 """The batch engine's Python side: arrays in, schedule out.
 
 The event loop itself is compiled (``_core/engine.c``): it knows time, events (job arrivals and
-ends) and cluster state (free nodes of a pool), and calls one scheduling pass per instant, chosen
-by name from the compiled passes (``sim/slurm/_core/policies.c``). At each instant it applies all
-job ends, then all arrivals, then one pass. A job asks N whole nodes and starts on all of them at once; one
-larger than the pool is rejected at arrival and never runs.
+ends) and resources (the GPUs of a pool's nodes), and calls pieces chosen by the names Slurm users
+know (``_batchcore.pieces()``: ``sched/backfill``, ``select/cons_tres``, ``priority/multifactor``,
+``preempt/qos``, ...; their C is in ``sim/slurm/_core``). At each instant it applies all job ends,
+then all arrivals, then one scheduling pass. Each piece gets one settings object whose
+``for_engine()`` mapping the piece reads by name. A job asks N nodes and starts on all of them at
+once; one larger than the pool is rejected at arrival and never runs.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, Protocol, Self
 
 import numpy as np
 import numpy.typing as npt
@@ -23,18 +25,42 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
     from gpuplan.sim.cluster import Pool
-    from gpuplan.sim.slurm.preemption import PreemptionInputs
-    from gpuplan.sim.slurm.priority import PriorityInputs
-    from gpuplan.sim.slurm.qos import LimitInputs
-    from gpuplan.sim.slurm.reservations import ReservationInputs
 
 # Reasons a QoS limit held a job (engine codes 1..3), as Slurm's squeue shows them.
 HELD_REASONS = ("", "QOSMaxGRESPerUser", "QOSMaxJobsPerUser", "QOSGrpGRES")
 
 
-def compiled_passes() -> list[str]:
-    """Names of the scheduling passes compiled into the engine."""
-    return _batchcore.policies()
+def compiled_pieces() -> dict[str, list[str]]:
+    """The compiled pieces: for each kind (a keyword of ``_batchcore.simulate``), its plugins' names."""
+    return _batchcore.pieces()
+
+
+class EnginePiece(Protocol):
+    """One piece's inputs: ``take`` keeps the rows of the jobs the engine runs, ``for_engine`` gives
+    the settings the compiled piece reads by name (with ``plugin``, its name, when the kind has
+    several)."""
+
+    def take(self, rows: npt.NDArray[np.int64]) -> Self: ...
+
+    def for_engine(self) -> dict[str, object]: ...
+
+
+@dataclass(frozen=True)
+class PieceInputs:
+    """A piece that needs no class of its own: its plugin name, its settings by name and its per-job
+    arrays by name (e.g. the scheduling pass: ``sched/backfill``, its SchedulerParameters, the jobs'
+    users for ``bf_max_job_user``)."""
+
+    plugin: str
+    settings: Mapping[str, float | int | bool] = field(default_factory=dict)
+    per_job: Mapping[str, npt.NDArray[Any]] = field(default_factory=dict)
+
+    def take(self, rows: npt.NDArray[np.int64]) -> PieceInputs:
+        return replace(self, per_job={name: values[rows] for name, values in self.per_job.items()})
+
+    def for_engine(self) -> dict[str, object]:
+        arrays = {name: np.ascontiguousarray(values) for name, values in self.per_job.items()}
+        return {"plugin": self.plugin, **self.settings, **arrays}
 
 
 @dataclass(frozen=True)
@@ -77,12 +103,16 @@ class Lending:
         lent = np.concatenate([[0], np.cumsum(self.delta)])
         return lent[np.searchsorted(self.time_s, times, side="right")].astype(np.int32)
 
-    def for_engine(self) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.int32], float]:
-        return (
-            np.ascontiguousarray(self.time_s, dtype=np.float64),
-            np.ascontiguousarray(self.delta, dtype=np.int32),
-            float(self.grace_s),
-        )
+    def take(self, rows: npt.NDArray[np.int64]) -> Lending:
+        return self  # nothing per job
+
+    def for_engine(self) -> dict[str, object]:
+        return {
+            "plugin": "lending",
+            "time_s": np.ascontiguousarray(self.time_s, dtype=np.float64),
+            "delta": np.ascontiguousarray(self.delta, dtype=np.int32),
+            "grace_s": float(self.grace_s),
+        }
 
 
 @dataclass(frozen=True)
@@ -128,33 +158,31 @@ class BatchSchedule:
 def run_batch(
     jobs: BatchJobs,
     pool: Pool,
-    schedule_pass: str,
-    params: Sequence[float] = (),
-    priority: PriorityInputs | None = None,
-    limits: LimitInputs | None = None,
-    refused: Bool | None = None,
-    preemption: PreemptionInputs | None = None,
-    per_gpu: Bool | None = None,
-    reservations: ReservationInputs | None = None,
+    scheduler: EnginePiece,
+    select: EnginePiece,
+    *,
+    priority: EnginePiece | None = None,
+    qos: EnginePiece | None = None,
+    preemption: EnginePiece | None = None,
+    reservations: EnginePiece | None = None,
     lending: Lending | None = None,
-    topology: tuple[int, bool] | None = None,
-    best_fit: bool = False,
-    users: Int32 | None = None,
+    topology: EnginePiece | None = None,
+    refused: Bool | None = None,
+    per_gpu: Bool | None = None,
     submitted_early: Bool | None = None,
 ) -> BatchSchedule:
-    """Simulate ``jobs`` on ``pool`` with the compiled pass ``schedule_pass`` ("fifo", "easy",
-    "slurm") and its settings ``params`` (in the order the pass documents them). The queue is in
-    submit order, or in priority order when ``priority`` is given; ``limits`` are the QoS limits
-    that hold jobs back; ``preemption`` lets jobs preempt others.
-    Jobs take whole nodes, except those ``per_gpu`` marks: they take only their GPUs per node and
-    share nodes with others (Slurm's select/cons_tres). ``reservations`` hold nodes for some accounts,
-    or for none (maintenance), over windows of time. ``lending`` takes nodes away and gives them
-    back over time (it needs ``preemption`` inputs, for the state of requeued jobs). ``topology``
-    is (nodes per block, whether a job must fit one block) for multi-node placement. ``best_fit``
-    places whole-node jobs as Slurm does, on the best-fitting run of consecutive free nodes, not
-    the lowest-numbered free nodes. ``users`` (per job, an index) lets the backfill cycle test at
-    most ``bf_max_job_user`` jobs of one user. A job ``submitted_early`` (sbatch --begin) becomes
-    eligible at its submit time without asking a policy on its own clock to run.
+    """Simulate ``jobs`` on ``pool`` with one object per piece, each read by name by its compiled
+    piece: the scheduling pass ``scheduler`` (``sched/builtin``, ``sched/easy``, ``sched/backfill``
+    and its settings) and the node choice ``select`` (``select/cons_tres``, ``select/linear``: Slurm's
+    best fit over runs of consecutive free nodes; ``select/first_fit``: the lowest-numbered). The
+    queue is in submit order, or in ``priority`` order; ``qos`` are the QoS limits that hold jobs
+    back; ``preemption`` lets jobs preempt others. Jobs take whole nodes, except those ``per_gpu``
+    marks: they take only their GPUs per node and share nodes with others (Slurm's
+    select/cons_tres). ``reservations`` hold nodes for some accounts, or for none (maintenance),
+    over windows of time. ``lending`` takes nodes away and gives them back over time (it needs
+    ``preemption`` inputs, for the state of requeued jobs). ``topology`` places multi-node jobs by
+    blocks of nodes. A job ``submitted_early`` (sbatch --begin) becomes eligible at its submit time
+    without asking a pass on its own clock to run.
 
     A job that asks more nodes, or more GPUs per node, than the pool has can never run: it is
     rejected at arrival (``rejected``) and never queued, as are the jobs ``refused`` at submit."""
@@ -188,40 +216,44 @@ def run_batch(
     preemptions = np.zeros(m, dtype=np.int32)
     lost = np.zeros(m)
     cancelled = np.zeros(m, dtype=np.int8)
-    preempt_args = None
     if preemption is not None:
         end = np.empty(m, dtype=np.float64)
-        preempt_args = (*preemption.take(admitted).for_engine(), end, preemptions, lost, cancelled)
+
+    def settings(piece: EnginePiece, **outputs: npt.NDArray[Any]) -> dict[str, object]:
+        """The piece's settings for the admitted jobs, with the arrays it fills in."""
+        return {**piece.take(admitted).for_engine(), **outputs}
+
+    def optional(piece: EnginePiece | None, **outputs: npt.NDArray[Any]) -> dict[str, object] | None:
+        return None if piece is None else settings(piece, **outputs)
+
     if m == 0:  # nothing to schedule (or a pool with no nodes left): skip the engine
         rows, ranges = 0, b""
     else:
+        quiet = None if submitted_early is None else submitted_early[admitted].astype(np.uint8)
         rows, ranges = _batchcore.simulate(
-            schedule_pass,
-            pool.nodes,
-            pool.gpus_per_node,
-            np.asarray(params, dtype=np.float64),
-            np.ascontiguousarray(jobs.submit_s[admitted], dtype=np.float64),
-            np.ascontiguousarray(run_s, dtype=np.float64),
-            np.ascontiguousarray(jobs.estimate_s[admitted], dtype=np.float64),
-            np.ascontiguousarray(nodes, dtype=np.int32),
-            np.ascontiguousarray(nodes * gpus_per_node, dtype=np.int32),
-            np.ascontiguousarray(jobs.job_id[admitted], dtype=np.int64),
-            start,
-            range_first,
-            range_count,
-            tl_time,
-            tl_busy,
-            tl_queued,
-            np.ascontiguousarray(allocated_per_node, dtype=np.int32),
-            None if priority is None else priority.take(admitted).for_engine(),
-            None if limits is None else (*limits.take(admitted).for_engine(), held),
-            preempt_args,
-            None if reservations is None else reservations.take(admitted).for_engine(),
-            None if lending is None else lending.for_engine(),
-            topology,
-            best_fit,
-            None if users is None else np.ascontiguousarray(users[admitted], dtype=np.int32),
-            None if submitted_early is None else submitted_early[admitted].astype(np.uint8),
+            cluster={"nodes": pool.nodes, "gpus_per_node": pool.gpus_per_node},
+            jobs={
+                "submit": np.ascontiguousarray(jobs.submit_s[admitted], dtype=np.float64),
+                "run": np.ascontiguousarray(run_s, dtype=np.float64),
+                "estimate": np.ascontiguousarray(jobs.estimate_s[admitted], dtype=np.float64),
+                "nodes": np.ascontiguousarray(nodes, dtype=np.int32),
+                "gpus": np.ascontiguousarray(nodes * gpus_per_node, dtype=np.int32),
+                "job_id": np.ascontiguousarray(jobs.job_id[admitted], dtype=np.int64),
+                "gpus_per_node": np.ascontiguousarray(allocated_per_node, dtype=np.int32),
+                "submitted_early": quiet,
+            },
+            results={"start": start, "range_first": range_first, "range_count": range_count},
+            timeline={"time_s": tl_time, "busy_gpus": tl_busy, "queued_jobs": tl_queued},
+            scheduler=settings(scheduler),
+            select=settings(select),
+            priority=optional(priority),
+            qos=optional(qos, held_reason=held),
+            preempt=optional(
+                preemption, end_s=end, preemptions=preemptions, lost_gpu_s=lost, cancelled=cancelled
+            ),
+            reservations=optional(reservations),
+            lending=optional(lending),
+            topology=optional(topology),
         )
     if preemption is None:
         end = start + run_s

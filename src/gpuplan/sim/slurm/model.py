@@ -231,23 +231,24 @@ def simulate_slurm(
         schedule = run_batch(
             batch,
             batch_pool,
-            schedule_pass.compiled_name,
-            settings.params(schedule_pass.parameters, epoch_s or 0.0),
-            priority,
-            limits(qos_index[members], jobs.user.take(members), qos_list),
-            reason[members] > 0,
-            pool_preemption,
-            per_gpu[routing.partition[members]],
-            reservation_inputs(
+            schedule_pass.scheduler(
+                settings.params(schedule_pass.parameters, epoch_s or 0.0),
+                users=jobs.user.codes[members].astype(np.int32) if settings.bf_max_job_user else None,
+            ),
+            schedule_pass.select(settings.select_type),
+            priority=priority,
+            qos=limits(qos_index[members], jobs.user.take(members), qos_list),
+            refused=reason[members] > 0,
+            preemption=pool_preemption,
+            per_gpu=per_gpu[routing.partition[members]],
+            reservations=reservation_inputs(
                 [r for r in settings.reservations if r.pool == pool.name],
                 batch_pool.nodes,
                 jobs.team.take(members),
                 horizon_s,
             ),
-            lend,
-            None if settings.topology is None else settings.topology.for_engine(),
-            best_fit=settings.backfill == "slurm",
-            users=jobs.user.codes[members] if settings.bf_max_job_user else None,
+            lending=lend,
+            topology=settings.topology,
             submitted_early=None if jobs.submitted_early is None else jobs.submitted_early[members],
         )
         if settings.topology is not None:

@@ -25,7 +25,7 @@ workload's ``checkpoint_interval`` since the job (re)started.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import numpy.typing as npt
@@ -49,29 +49,30 @@ class PreemptionInputs:
     mode: npt.NDArray[np.uint8]  # index into PREEMPT_MODES
     grace_s: Float64
     requeue_delay_s: float = DEFAULT_REQUEUE_DELAY_S
+    # the compiled piece (``_core/preempt.c``): preempt/partition_prio, preempt/qos, or
+    # preempt/none (no job preempts another; jobs evicted from lent nodes are still requeued)
+    plugin: str = "preempt/none"
 
     def take(self, rows: npt.NDArray[np.int64]) -> PreemptionInputs:
-        return PreemptionInputs(
-            self.job_class[rows],
-            self.victim_key[rows],
-            self.checkpoint_s[rows],
-            self.can_preempt,
-            self.mode,
-            self.grace_s,
-            self.requeue_delay_s,
+        return replace(
+            self,
+            job_class=self.job_class[rows],
+            victim_key=self.victim_key[rows],
+            checkpoint_s=self.checkpoint_s[rows],
         )
 
-    def for_engine(self) -> tuple[object, ...]:
-        return (
-            np.ascontiguousarray(self.job_class, dtype=np.int32),
-            len(self.mode),
-            np.ascontiguousarray(self.can_preempt, dtype=np.uint8),
-            np.ascontiguousarray(self.mode, dtype=np.uint8),
-            np.ascontiguousarray(self.grace_s, dtype=np.float64),
-            np.ascontiguousarray(self.victim_key, dtype=np.float64),
-            np.ascontiguousarray(self.checkpoint_s, dtype=np.float64),
-            float(self.requeue_delay_s),
-        )
+    def for_engine(self) -> dict[str, object]:
+        """The settings ``_core/preempt.c`` reads, by name."""
+        return {
+            "plugin": self.plugin,
+            "job_class": np.ascontiguousarray(self.job_class, dtype=np.int32),
+            "can_preempt": np.ascontiguousarray(self.can_preempt, dtype=np.uint8),
+            "mode": np.ascontiguousarray(self.mode, dtype=np.uint8),
+            "grace_s": np.ascontiguousarray(self.grace_s, dtype=np.float64),
+            "victim_key": np.ascontiguousarray(self.victim_key, dtype=np.float64),
+            "checkpoint_s": np.ascontiguousarray(self.checkpoint_s, dtype=np.float64),
+            "requeue_delay_s": float(self.requeue_delay_s),
+        }
 
 
 @dataclass(frozen=True)
@@ -116,6 +117,7 @@ def preemption_inputs(
         mode=mode,
         grace_s=np.array([c.grace_s for c in classes], dtype=np.float64),
         requeue_delay_s=requeue_delay_s,
+        plugin=f"preempt/{preempt_type}",
     )
 
 

@@ -69,21 +69,28 @@ class PriorityInputs:
             usage_gpus=self.usage_gpus[rows],
         )
 
-    def for_engine(self) -> tuple[object, ...]:
+    @property
+    def plugin(self) -> str:
+        """The compiled piece: multifactor, or basic's submit order within PriorityTier (no fair share)."""
+        return "priority/basic" if self.fairshare is None else "priority/multifactor"
+
+    def for_engine(self) -> dict[str, object]:
+        """The settings ``_core/priority.c`` reads, by name."""
         s = self.settings
-        return (
-            np.ascontiguousarray(self.static, dtype=np.float64),
-            np.ascontiguousarray(self.association, dtype=np.int32),
-            np.ascontiguousarray(self.usage_gpus, dtype=np.float64),
-            1 if self.fairshare is None else self.fairshare.users,
-            s.weight_age,
-            s.max_age_s,
-            s.weight_fairshare,
-            s.calc_period_s,
-            self.fairshare,
-            self.clock.calc_phase_s,
-            self.clock.tick_usage_only,
-        )
+        return {
+            "plugin": self.plugin,
+            "static": np.ascontiguousarray(self.static, dtype=np.float64),
+            "association": np.ascontiguousarray(self.association, dtype=np.int32),
+            "usage_gpus": np.ascontiguousarray(self.usage_gpus, dtype=np.float64),
+            "accounts": 1 if self.fairshare is None else self.fairshare.users,
+            "weight_age": s.weight_age,
+            "max_age_s": s.max_age_s,
+            "weight_fairshare": s.weight_fairshare,
+            "calc_period_s": s.calc_period_s,
+            "fairshare": self.fairshare,  # called as fairshare(now, usage) at each recalculation
+            "calc_phase_s": self.clock.calc_phase_s,
+            "tick_usage_only": self.clock.tick_usage_only,
+        }
 
 
 def multifactor(

@@ -55,14 +55,16 @@ class LimitInputs:
             self.group[rows], self.group_qos, self.max_gpus_per_user, self.max_jobs_per_user, self.grp_gpus
         )
 
-    def for_engine(self) -> tuple[npt.NDArray[np.generic], ...]:
-        return (
-            np.ascontiguousarray(self.group, dtype=np.int32),
-            np.ascontiguousarray(self.group_qos, dtype=np.int32),
-            np.ascontiguousarray(self.max_gpus_per_user, dtype=np.int64),
-            np.ascontiguousarray(self.max_jobs_per_user, dtype=np.int64),
-            np.ascontiguousarray(self.grp_gpus, dtype=np.int64),
-        )
+    def for_engine(self) -> dict[str, object]:
+        """The settings ``_core/qos.c`` reads, by name."""
+        return {
+            "plugin": "qos",
+            "group": np.ascontiguousarray(self.group, dtype=np.int32),
+            "group_qos": np.ascontiguousarray(self.group_qos, dtype=np.int32),
+            "max_gpus_per_user": np.ascontiguousarray(self.max_gpus_per_user, dtype=np.int64),
+            "max_jobs_per_user": np.ascontiguousarray(self.max_jobs_per_user, dtype=np.int64),
+            "grp_gpus": np.ascontiguousarray(self.grp_gpus, dtype=np.int64),
+        }
 
 
 def qos_table(defined: tuple[Qos, ...]) -> list[Qos]:

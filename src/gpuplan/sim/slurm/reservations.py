@@ -36,7 +36,7 @@ class Reservation:
 
 @dataclass(frozen=True)
 class ReservationInputs:
-    """Windows of one pool for the engine (see ``sim/engine/_core/engine.h``)."""
+    """Windows of one pool for the engine (see ``sim/slurm/_core/reservations.h``)."""
 
     start: Float64
     end: Float64
@@ -57,16 +57,18 @@ class ReservationInputs:
             self.bounds,
         )
 
-    def for_engine(self) -> tuple[npt.NDArray[np.generic], ...]:
-        return (
-            np.ascontiguousarray(self.start, dtype=np.float64),
-            np.ascontiguousarray(self.end, dtype=np.float64),
-            np.ascontiguousarray(self.accounts, dtype=np.uint64),
-            np.ascontiguousarray(self.job_account, dtype=np.int32),
-            np.ascontiguousarray(self.node_offsets, dtype=np.int64),
-            np.ascontiguousarray(self.node_windows, dtype=np.int32),
-            np.ascontiguousarray(self.bounds, dtype=np.float64),
-        )
+    def for_engine(self) -> dict[str, object]:
+        """The settings ``_core/reservations.c`` reads, by name."""
+        return {
+            "plugin": "reservations",
+            "start": np.ascontiguousarray(self.start, dtype=np.float64),
+            "end": np.ascontiguousarray(self.end, dtype=np.float64),
+            "accounts": np.ascontiguousarray(self.accounts, dtype=np.uint64),
+            "job_account": np.ascontiguousarray(self.job_account, dtype=np.int32),
+            "node_offsets": np.ascontiguousarray(self.node_offsets, dtype=np.int64),
+            "node_windows": np.ascontiguousarray(self.node_windows, dtype=np.int32),
+            "bounds": np.ascontiguousarray(self.bounds, dtype=np.float64),
+        }
 
 
 def reservation_inputs(

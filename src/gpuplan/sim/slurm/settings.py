@@ -51,20 +51,22 @@ class SlurmSettings:
     # AccountingStorageEnforce; without "limits" a job's use after the last decay tick is lost
     accounting_storage_enforce: tuple[str, ...] = ("associations", "limits", "qos")
 
-    def params(self, names: tuple[str, ...], epoch_s: float = 0.0) -> list[float]:
-        values = {
+    def params(self, names: tuple[str, ...], epoch_s: float = 0.0) -> dict[str, float | int]:
+        """The scheduling pass's settings ``names`` by name, in the units the engine reads (seconds;
+        ``epoch_s`` is the Unix time of t = 0, for the rounding on Slurm's epoch clock)."""
+        values: dict[str, float | int] = {
             "bf_interval_s": float(self.bf_interval),
             "bf_window_s": 60.0 * self.bf_window,
             "bf_resolution_s": float(self.bf_resolution),
-            "bf_max_job_test": float(self.bf_max_job_test),
-            "bf_max_job_user": float(self.bf_max_job_user),
+            "bf_max_job_test": self.bf_max_job_test,
+            "bf_max_job_user": self.bf_max_job_user,
             "clock_epoch_s": epoch_s,
             "controller_start_s": self.controller_start_s,
             "sched_interval_s": float(self.sched_interval),
             "batch_sched_delay_s": float(self.batch_sched_delay),
-            "default_queue_depth": float(self.default_queue_depth),
+            "default_queue_depth": self.default_queue_depth,
         }
-        return [values[name] for name in names]
+        return {name: values[name] for name in names}
 
     def echo(self) -> dict[str, Any]:
         """The settings that matter for the chosen modes, for summary.json."""

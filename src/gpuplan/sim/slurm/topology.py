@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from gpuplan.sim.engine.core import BatchSchedule
 from gpuplan.workload.jobtable import Int32
@@ -27,8 +28,16 @@ class Topology:
     nodes_per_block: int
     require: bool = False
 
-    def for_engine(self) -> tuple[int, bool]:
-        return (self.nodes_per_block, self.require)
+    def take(self, rows: npt.NDArray[np.int64]) -> Topology:
+        return self  # nothing per job
+
+    def for_engine(self) -> dict[str, object]:
+        """The settings ``_core/topology.c`` reads, by name (``topology/block`` or ``topology/tree``)."""
+        return {
+            "plugin": f"topology/{self.plugin}",
+            "nodes_per_block": self.nodes_per_block,
+            "require": self.require,
+        }
 
 
 def blocks_spanned(schedule: BatchSchedule, nodes_per_block: int) -> Int32:

@@ -1,4 +1,5 @@
-/* The batch engine: events, cluster state and the queue. See engine.h. */
+/* The batch engine core: the clock, the event heaps, nodes and their GPUs, the queue and the running
+ * set. The pieces it calls are in sim/slurm/_core. See engine.h. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
@@ -10,7 +11,7 @@
 /* ---- memory ---------------------------------------------------------------------------- */
 
 /* PyMem_Raw* is safe without the GIL and is seen by tracemalloc, so benchmarks count it. */
-static void *xcalloc(Sim *sim, size_t count, size_t size) {
+void *gp_calloc(Sim *sim, size_t count, size_t size) {
     void *p = PyMem_RawCalloc(count ? count : 1, size);
     if (!p) sim->out_of_memory = 1;
     return p;
@@ -26,32 +27,29 @@ int gp_sim_init(Sim *sim, int32_t n_jobs, int32_t total_nodes, int32_t node_gpus
     sim->n_summary = (sim->n_words + 63) / 64;
     /* at most one running job per GPU */
     size_t max_running = (size_t)total_nodes * (size_t)node_gpus;
-    sim->node_free = xcalloc(sim, (size_t)total_nodes, sizeof(int16_t));
-    sim->count_ge = xcalloc(sim, (size_t)node_gpus + 1, sizeof(int32_t));
-    sim->level_bits = xcalloc(sim, (size_t)node_gpus * (size_t)sim->n_words, sizeof(uint64_t));
-    sim->level_summary = xcalloc(sim, (size_t)node_gpus * (size_t)sim->n_summary, sizeof(uint64_t));
+    sim->node_free = gp_calloc(sim, (size_t)total_nodes, sizeof(int16_t));
+    sim->count_ge = gp_calloc(sim, (size_t)node_gpus + 1, sizeof(int32_t));
+    sim->level_bits = gp_calloc(sim, (size_t)node_gpus * (size_t)sim->n_words, sizeof(uint64_t));
+    sim->level_summary = gp_calloc(sim, (size_t)node_gpus * (size_t)sim->n_summary, sizeof(uint64_t));
     /* nodes found for a job, or the jobs found on one node */
-    sim->node_scratch = xcalloc(sim, (size_t)total_nodes + (size_t)node_gpus, sizeof(int32_t));
-    sim->ov_free = xcalloc(sim, (size_t)total_nodes, sizeof(int16_t));
-    sim->ov_stamp = xcalloc(sim, (size_t)total_nodes, sizeof(uint32_t));
-    sim->ov_count = xcalloc(sim, (size_t)node_gpus + 1, sizeof(int32_t));
-    sim->run_start = xcalloc(sim, (size_t)total_nodes / 2 + 1, sizeof(int32_t));
-    sim->run_len = xcalloc(sim, (size_t)total_nodes / 2 + 1, sizeof(int32_t));
-    sim->q_job = xcalloc(sim, (size_t)n_jobs, sizeof(int32_t));
-    sim->q_nodes = xcalloc(sim, (size_t)n_jobs, sizeof(int32_t));
-    sim->q_estimate = xcalloc(sim, (size_t)n_jobs, sizeof(double));
+    sim->node_scratch = gp_calloc(sim, (size_t)total_nodes + (size_t)node_gpus, sizeof(int32_t));
+    sim->ov_free = gp_calloc(sim, (size_t)total_nodes, sizeof(int16_t));
+    sim->ov_stamp = gp_calloc(sim, (size_t)total_nodes, sizeof(uint32_t));
+    sim->ov_count = gp_calloc(sim, (size_t)node_gpus + 1, sizeof(int32_t));
+    sim->q_job = gp_calloc(sim, (size_t)n_jobs, sizeof(int32_t));
+    sim->q_nodes = gp_calloc(sim, (size_t)n_jobs, sizeof(int32_t));
+    sim->q_estimate = gp_calloc(sim, (size_t)n_jobs, sizeof(double));
     sim->end_cap = (int32_t)max_running + 16;
-    sim->end_heap = xcalloc(sim, (size_t)sim->end_cap, sizeof(GpEvent));
-    sim->end_time = xcalloc(sim, (size_t)n_jobs, sizeof(double));
+    sim->end_heap = gp_calloc(sim, (size_t)sim->end_cap, sizeof(GpEvent));
+    sim->end_time = gp_calloc(sim, (size_t)n_jobs, sizeof(double));
     sim->q_cap = n_jobs;
-    sim->est_heap = xcalloc(sim, max_running, sizeof(int32_t));
-    sim->est_pos = xcalloc(sim, (size_t)n_jobs, sizeof(int32_t));
-    sim->est_end = xcalloc(sim, (size_t)n_jobs, sizeof(double));
-    sim->walk_heap = xcalloc(sim, max_running + 1, sizeof(int32_t));
+    sim->est_heap = gp_calloc(sim, max_running, sizeof(int32_t));
+    sim->est_pos = gp_calloc(sim, (size_t)n_jobs, sizeof(int32_t));
+    sim->est_end = gp_calloc(sim, (size_t)n_jobs, sizeof(double));
+    sim->walk_heap = gp_calloc(sim, max_running + 1, sizeof(int32_t));
     sim->wake_at = INFINITY;
-    sim->main_next_full = NAN;
     sim->ranges_cap = 1024;
-    sim->ranges = xcalloc(sim, (size_t)sim->ranges_cap, 2 * sizeof(int32_t));
+    sim->ranges = gp_calloc(sim, (size_t)sim->ranges_cap, 2 * sizeof(int32_t));
     if (sim->out_of_memory) return -1;
     for (int32_t g = 1; g <= node_gpus; g++) {
         uint64_t *bits = sim->level_bits + (size_t)(g - 1) * sim->n_words;
@@ -67,8 +65,29 @@ int gp_sim_init(Sim *sim, int32_t n_jobs, int32_t total_nodes, int32_t node_gpus
     return 0;
 }
 
+int gp_add_piece(Sim *sim, const char *name, const GpHooks *hooks, void *state) {
+    if (sim->n_pieces == GP_MAX_PIECES) return -1;
+    sim->pieces[sim->n_pieces++] = (GpPiece){name, hooks, state};
+    return 0;
+}
+
+int gp_enable_restarts(Sim *sim, const double *attempt_run) {
+    sim->attempt_start = gp_calloc(sim, (size_t)sim->n_jobs, sizeof(double));
+    sim->attempt_run = attempt_run;
+    return sim->attempt_start ? 0 : -1;
+}
+
+int gp_enable_node_off(Sim *sim) {
+    if (!sim->node_off) sim->node_off = gp_calloc(sim, (size_t)sim->total_nodes, 1);
+    return sim->node_off ? 0 : -1;
+}
+
 void gp_sim_free(Sim *sim) {
+    for (int32_t k = sim->n_pieces - 1; k >= 0; k--)
+        if (sim->pieces[k].hooks->free) sim->pieces[k].hooks->free(sim->pieces[k].state);
+    if (sim->sched && sim->sched->free) sim->sched->free(sim->sched_state);
     PyMem_RawFree(sim->node_free);
+    PyMem_RawFree(sim->node_off);
     PyMem_RawFree(sim->count_ge);
     PyMem_RawFree(sim->level_bits);
     PyMem_RawFree(sim->level_summary);
@@ -76,44 +95,18 @@ void gp_sim_free(Sim *sim) {
     PyMem_RawFree(sim->ov_free);
     PyMem_RawFree(sim->ov_stamp);
     PyMem_RawFree(sim->ov_count);
-    PyMem_RawFree(sim->run_start);
-    PyMem_RawFree(sim->run_len);
-    PyMem_RawFree(sim->map_begin);
-    PyMem_RawFree(sim->map_end);
-    PyMem_RawFree(sim->map_bits);
-    PyMem_RawFree(sim->map_suffix);
-    PyMem_RawFree(sim->bits_scratch);
-    PyMem_RawFree(sim->run_order);
-    PyMem_RawFree(sim->memo_nodes);
-    PyMem_RawFree(sim->run_fresh);
-    PyMem_RawFree(sim->run_mark);
-    PyMem_RawFree(sim->free_list);
-    PyMem_RawFree(sim->prune_scratch);
-    PyMem_RawFree(sim->map_clear);
-    PyMem_RawFree(sim->user_tested);
-    PyMem_RawFree(sim->node_win_next);
-    PyMem_RawFree(sim->node_off);
-    PyMem_RawFree(sim->block_count);
-    PyMem_RawFree(sim->block_nodes_scratch);
-    PyMem_RawFree(sim->lent_stack);
-    PyMem_RawFree(sim->evict_heap);
     PyMem_RawFree(sim->q_job);
     PyMem_RawFree(sim->q_nodes);
     PyMem_RawFree(sim->q_estimate);
     PyMem_RawFree(sim->end_heap);
     PyMem_RawFree(sim->requeue_heap);
     PyMem_RawFree(sim->end_time);
-    PyMem_RawFree(sim->work_left);
     PyMem_RawFree(sim->attempt_start);
-    PyMem_RawFree(sim->awaits_until);
-    PyMem_RawFree(sim->vacating);
-    PyMem_RawFree(sim->victim_scratch);
     PyMem_RawFree(sim->est_heap);
     PyMem_RawFree(sim->est_pos);
     PyMem_RawFree(sim->est_end);
     PyMem_RawFree(sim->walk_heap);
     PyMem_RawFree(sim->ranges);
-    if (sim->prio_static) gp_priority_free(sim);
 }
 
 /* ---- heaps ----------------------------------------------------------------------------- */
@@ -123,7 +116,7 @@ static inline int event_less(GpEvent a, GpEvent b) {
 }
 
 /* Push onto a growable heap of events (the end events, or the requeued jobs). */
-static void event_push(Sim *sim, GpEvent **heap, int32_t *len, int32_t *cap, GpEvent event) {
+void gp_event_push(Sim *sim, GpEvent **heap, int32_t *len, int32_t *cap, GpEvent event) {
     if (*len == *cap) {
         int32_t grown_cap = *cap ? 2 * *cap : 64;
         GpEvent *grown = PyMem_RawRealloc(*heap, (size_t)grown_cap * sizeof(GpEvent));
@@ -145,7 +138,7 @@ static void event_push(Sim *sim, GpEvent **heap, int32_t *len, int32_t *cap, GpE
     h[i] = event;
 }
 
-static GpEvent event_pop(GpEvent *h, int32_t *len) {
+GpEvent gp_event_pop(GpEvent *h, int32_t *len) {
     GpEvent top = h[0];
     GpEvent last = h[--*len];
     int32_t n = *len, i = 0;
@@ -302,187 +295,41 @@ static void node_set_free(Sim *sim, int32_t node, int32_t free) {
     sim->node_free[node] = (int16_t)free;
 }
 
-static void node_set_off(Sim *sim, int32_t node, int off) {
+void gp_node_set_off(Sim *sim, int32_t node, int off) {
     if (sim->node_off[node] == off) return;
     int32_t free = sim->node_free[node];
     node_levels(sim, node, off ? free : 0, off ? 0 : free);
     sim->node_off[node] = (uint8_t)off;
 }
 
-/* Is `node` held, during the job's run [now, until), by a reservation the job may not use? */
-static int window_blocks(Sim *sim, int32_t node, int32_t job, double now, double until) {
-    int64_t first = sim->node_win_offsets[node], last = sim->node_win_offsets[node + 1];
-    int64_t k = first + sim->node_win_next[node];
-    while (k < last && sim->win_end[sim->node_win_ids[k]] <= now) { /* over: never looked at again */
-        k++;
-        sim->node_win_next[node]++;
-    }
-    for (; k < last; k++) {
-        int32_t w = sim->node_win_ids[k];
-        if (sim->win_start[w] >= until) break;
-        int32_t account = sim->job_account[job];
-        if (account < 0 || account > 63 || !((sim->win_accounts[w] >> account) & 1)) return 1;
-    }
-    return 0;
-}
-
-int gp_window_blocks_at(const Sim *sim, int32_t node, int32_t job, double from, double until) {
-    int64_t last = sim->node_win_offsets[node + 1];
-    for (int64_t k = sim->node_win_offsets[node] + sim->node_win_next[node]; k < last; k++) {
-        int32_t w = sim->node_win_ids[k];
-        if (sim->win_start[w] >= until) break;
-        if (sim->win_end[w] <= from) continue;
-        int32_t account = sim->job_account[job];
-        if (account < 0 || account > 63 || !((sim->win_accounts[w] >> account) & 1)) return 1;
-    }
-    return 0;
-}
-
-static int int_cmp(const void *a, const void *b) {
-    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
-    return (x > y) - (x < y);
-}
-
-/* Of the `eligible` nodes in node_scratch (ascending), keep `count` by topology: all in the
- * best-fitting block, else from the blocks with the most eligible nodes; returns how many. */
-static int32_t pick_by_block(Sim *sim, int32_t eligible, int32_t count) {
-    int32_t blocks = (sim->total_nodes + sim->block_nodes - 1) / sim->block_nodes;
-    memset(sim->block_count, 0, (size_t)blocks * sizeof(int32_t));
-    for (int32_t k = 0; k < eligible; k++) sim->block_count[sim->node_scratch[k] / sim->block_nodes]++;
-    int32_t best = -1;
-    for (int32_t b = 0; b < blocks; b++)
-        if (sim->block_count[b] >= count && (best < 0 || sim->block_count[b] < sim->block_count[best])) best = b;
-    int32_t kept = 0;
-    if (best >= 0) {
-        for (int32_t k = 0; k < eligible && kept < count; k++)
-            if (sim->node_scratch[k] / sim->block_nodes == best) sim->node_scratch[kept++] = sim->node_scratch[k];
-        return kept;
-    }
-    if (sim->block_require && count <= sim->block_nodes) return 0; /* waits for one block */
-    /* fewest blocks: the fullest blocks first (lowest-numbered on ties), each used up before the
-     * next; the chosen blocks' eligible counts are marked negative */
-    int32_t used = 0, *chosen = sim->block_count + blocks;
-    int32_t n_chosen = 0;
-    while (used < count) {
-        int32_t pick = -1;
-        for (int32_t b = 0; b < blocks; b++)
-            if (sim->block_count[b] > 0 && (pick < 0 || sim->block_count[b] > sim->block_count[pick])) pick = b;
-        used += sim->block_count[pick];
-        sim->block_count[pick] = -1;
-        chosen[n_chosen++] = pick;
-    }
-    int32_t *candidates = sim->block_nodes_scratch;
-    memcpy(candidates, sim->node_scratch, (size_t)eligible * sizeof(int32_t));
-    for (int32_t c = 0; c < n_chosen && kept < count; c++)
-        for (int32_t k = 0; k < eligible && kept < count; k++)
-            if (candidates[k] / sim->block_nodes == chosen[c]) sim->node_scratch[kept++] = candidates[k];
-    qsort(sim->node_scratch, (size_t)kept, sizeof(int32_t), int_cmp);
-    return kept;
-}
-
 int32_t gp_find_nodes(Sim *sim, int32_t job, double until) {
     int32_t count = sim->nodes[job], gpus = sim->gpn[job];
     const uint64_t *bits = sim->level_bits + (size_t)(gpus - 1) * sim->n_words;
     const uint64_t *summary = sim->level_summary + (size_t)(gpus - 1) * sim->n_summary;
-    int by_block = sim->block_nodes > 0 && count > 1;
-    int32_t want = by_block ? sim->total_nodes : count; /* with topology: every eligible node */
+    int by_group = sim->place && count > 1;
+    int32_t want = by_group ? sim->total_nodes : count; /* with topology: every eligible node */
     int32_t found = 0;
+    const GpHoldOps *hold = sim->hold;
     for (int32_t s = 0; s < sim->n_summary && found < want; s++) {
         for (uint64_t words = summary[s]; words && found < want; words &= words - 1) {
             int32_t w = 64 * s + __builtin_ctzll(words);
             for (uint64_t b = bits[w]; b && found < want; b &= b - 1) {
                 int32_t node = 64 * w + __builtin_ctzll(b);
-                if (sim->n_windows && window_blocks(sim, node, job, sim->now, until)) continue;
+                if (hold && hold->held(sim, sim->hold_state, node, job, sim->now, until)) continue;
                 sim->node_scratch[found++] = node;
             }
         }
     }
-    if (by_block) return found < count ? found : pick_by_block(sim, found, count);
-    return found;
-}
-
-/* Runs of consecutive set bits of `bits` (n_words words): starts and lengths; returns how many. */
-static int32_t bit_runs(const uint64_t *bits, int32_t n_words, int32_t *run_start, int32_t *run_len) {
-    int32_t runs = 0, open = -1;
-    for (int32_t w = 0; w < n_words; w++) {
-        uint64_t b = bits[w];
-        int32_t pos = 0;
-        while (pos < 64) {
-            uint64_t rest = open >= 0 ? ~b >> pos : b >> pos; /* looking for the run's end, or a start */
-            if (rest == 0) break;
-            pos += __builtin_ctzll(rest);
-            if (open >= 0) {
-                run_start[runs] = open;
-                run_len[runs++] = 64 * w + pos - open;
-                open = -1;
-            } else {
-                open = 64 * w + pos;
-            }
-        }
-    }
-    if (open >= 0) {
-        run_start[runs] = open;
-        run_len[runs++] = 64 * n_words - open;
-    }
-    return runs;
-}
-
-/*
- * Best fit (job_test.c:_eval_nodes for whole nodes): the candidates form runs of consecutive
- * nodes; take the smallest run that holds the rest of the job (the first of equal ones), its
- * lowest nodes; if none does, the largest run (the first of equal ones) whole, and repeat.
- * With free nodes 0, 1, 5, 7 a 3-node job gets 0, 1, 5; with 0, 1, 2, 4 a 1-node job gets 4.
- */
-static int32_t best_fit_nodes(Sim *sim, const uint64_t *candidates, int32_t count) {
-    int32_t runs = bit_runs(candidates, sim->n_words, sim->run_start, sim->run_len);
-    int32_t found = 0, taken = 0; /* runs taken are moved to the front, as (start, nodes taken) */
-    while (found < count) {
-        int32_t want = count - found, best = -1;
-        for (int32_t r = taken; r < runs; r++) {
-            int32_t len = sim->run_len[r];
-            if (best < 0) {
-                best = r;
-                continue;
-            }
-            int32_t best_len = sim->run_len[best];
-            int enough = len >= want, best_enough = best_len >= want;
-            if ((enough && (!best_enough || len < best_len)) || (!enough && !best_enough && len > best_len))
-                best = r;
-        }
-        if (best < 0) break;
-        int32_t start = sim->run_start[best], take = sim->run_len[best] < want ? sim->run_len[best] : want;
-        /* keep the untaken runs in order from `taken` on: shift them right by one over `best` */
-        for (int32_t r = best; r > taken; r--) {
-            sim->run_start[r] = sim->run_start[r - 1];
-            sim->run_len[r] = sim->run_len[r - 1];
-        }
-        /* the taken runs stay ordered by start (a few runs: insertion) */
-        int32_t at = taken++;
-        while (at > 0 && sim->run_start[at - 1] > start) {
-            sim->run_start[at] = sim->run_start[at - 1];
-            sim->run_len[at] = sim->run_len[at - 1];
-            at--;
-        }
-        sim->run_start[at] = start;
-        sim->run_len[at] = take;
-        found += take;
-    }
-    if (found < count) return found;
-    found = 0;
-    for (int32_t r = 0; r < taken; r++)
-        for (int32_t k = 0; k < sim->run_len[r]; k++) sim->node_scratch[found++] = sim->run_start[r] + k;
+    if (by_group) return found < count ? found : sim->place->pick(sim, sim->place_state, found, count);
     return found;
 }
 
 int32_t gp_choose_nodes(Sim *sim, const uint64_t *candidates, int32_t count) {
-    if (sim->best_fit && !(sim->block_nodes && count > 1)) return best_fit_nodes(sim, candidates, count);
-    int by_block = sim->block_nodes > 0 && count > 1;
-    int32_t found = 0;
-    for (int32_t w = 0; w < sim->n_words && (by_block || found < count); w++)
-        for (uint64_t b = candidates[w]; b && (by_block || found < count); b &= b - 1)
-            sim->node_scratch[found++] = 64 * w + __builtin_ctzll(b);
-    if (by_block) return found < count ? found : pick_by_block(sim, found, count);
-    return found;
+    if (!(sim->place && count > 1)) return sim->select->choose(sim, sim->select_state, candidates, count);
+    int32_t found = 0; /* topology: every candidate, then the groups decide */
+    for (int32_t w = 0; w < sim->n_words; w++)
+        for (uint64_t b = candidates[w]; b; b &= b - 1) sim->node_scratch[found++] = 64 * w + __builtin_ctzll(b);
+    return found < count ? found : sim->place->pick(sim, sim->place_state, found, count);
 }
 
 /* Whole nodes [first, first + run) go from all GPUs free to none (take) or back (!take), a
@@ -547,14 +394,6 @@ static void release_nodes(Sim *sim, int32_t job) {
 
 /* ---- overlay ---------------------------------------------------------------------------- */
 
-int gp_user_tests_reset(Sim *sim) {
-    if (!sim->job_user) return 0;
-    if (!sim->user_tested) sim->user_tested = xcalloc(sim, (size_t)sim->n_users, sizeof(int32_t));
-    if (!sim->user_tested) return -1;
-    memset(sim->user_tested, 0, (size_t)sim->n_users * sizeof(int32_t));
-    return 0;
-}
-
 void gp_overlay_begin(Sim *sim) {
     if (++sim->ov_epoch == 0) { /* wrapped: clear the stamps once every 2**32 plans */
         memset(sim->ov_stamp, 0, (size_t)sim->total_nodes * sizeof(uint32_t));
@@ -613,7 +452,9 @@ static void queue_append(Sim *sim, int32_t job) {
     sim->q_estimate[sim->q_count] = sim->estimate[job];
     sim->q_count++;
     sim->q_len++;
-    if (sim->prio_static) gp_priority_insert(sim, sim->q_count - 1);
+    for (int32_t k = 0; k < sim->n_pieces; k++)
+        if (sim->pieces[k].hooks->job_queued)
+            sim->pieces[k].hooks->job_queued(sim, sim->pieces[k].state, sim->q_count - 1);
 }
 
 /* Close the holes left by started jobs, keeping queue order. */
@@ -658,17 +499,17 @@ static void start_job(Sim *sim, int32_t slot, double now, int whole_lowest);
 
 void gp_start_slot(Sim *sim, int32_t slot, double now) {
     int32_t job = sim->q_job[slot];
-    int whole_lowest = sim->gpn[job] == sim->node_gpus && !sim->n_windows && !sim->node_off &&
-                       !(sim->block_nodes && sim->nodes[job] > 1);
+    int whole_lowest =
+        sim->gpn[job] == sim->node_gpus && !sim->hold && !sim->node_off && !(sim->place && sim->nodes[job] > 1);
     int32_t found;
-    if (whole_lowest && sim->best_fit) {
+    if (whole_lowest && !sim->select->lowest_numbered) {
         found = gp_choose_nodes(sim, gp_free_bits(sim), sim->nodes[job]);
         whole_lowest = 0; /* start on node_scratch */
     } else {
         found = whole_lowest ? sim->free_nodes : gp_find_nodes(sim, job, now + sim->estimate[job]);
     }
     if (found < sim->nodes[job]) {
-        sim->policy_error = 1; /* a policy bug: refuse rather than corrupt state */
+        sim->policy_error = 1; /* a pass bug: refuse rather than corrupt state */
         return;
     }
     start_job(sim, slot, now, whole_lowest);
@@ -682,207 +523,82 @@ static void start_job(Sim *sim, int32_t slot, double now, int whole_lowest) {
     sim->q_nodes[slot] = GP_GONE;
     sim->q_len--;
     sim->q_holes++;
-    if (sim->prio_static) gp_priority_started(sim, job, +1);
-    if (sim->limit_group) {
-        int32_t group = sim->limit_group[job];
-        sim->group_gpus[group] += sim->gpus[job];
-        sim->group_jobs[group] += 1;
-        sim->qos_gpus[sim->group_qos[group]] += sim->gpus[job];
-    }
+    for (int32_t k = 0; k < sim->n_pieces; k++)
+        if (sim->pieces[k].hooks->job_started) sim->pieces[k].hooks->job_started(sim, sim->pieces[k].state, job, now);
     if (isnan(sim->start[job])) sim->start[job] = now; /* a requeued job keeps its first start */
     sim->busy_gpus += sim->gpus[job];
     if (whole_lowest)
         take_whole_lowest(sim, job, sim->nodes[job]);
     else
         take_nodes(sim, job, sim->nodes[job], sim->gpn[job]);
-    double run = sim->run[job];
-    if (sim->preempt_class) {
-        run = sim->work_left[job];
-        sim->attempt_start[job] = now;
-        sim->awaits_until[job] = -INFINITY;
-    }
+    double run = sim->attempt_run[job];
+    if (sim->attempt_start) sim->attempt_start[job] = now;
     sim->end_time[job] = now + run;
-    event_push(sim, &sim->end_heap, &sim->end_len, &sim->end_cap, (GpEvent){now + run, job});
+    gp_event_push(sim, &sim->end_heap, &sim->end_len, &sim->end_cap, (GpEvent){now + run, job});
     sim->est_end[job] = now + sim->estimate[job];
     sim->est_len++;
     est_sift_up(sim, sim->est_len - 1, job);
 }
 
-static void end_job(Sim *sim, int32_t job) {
-    if (sim->prio_static) gp_priority_started(sim, job, -1);
-    if (sim->limit_group) {
-        int32_t group = sim->limit_group[job];
-        sim->group_gpus[group] -= sim->gpus[job];
-        sim->group_jobs[group] -= 1;
-        sim->qos_gpus[sim->group_qos[group]] -= sim->gpus[job];
-    }
+void gp_job_leave(Sim *sim, int32_t job) {
+    for (int32_t k = 0; k < sim->n_pieces; k++)
+        if (sim->pieces[k].hooks->job_ended) sim->pieces[k].hooks->job_ended(sim, sim->pieces[k].state, job);
     sim->busy_gpus -= sim->gpus[job];
     release_nodes(sim, job);
     est_remove(sim, job);
     sim->sched_requests++; /* epilog complete: agent.c queues the scheduler */
-    if (sim->end_out) sim->end_out[job] = sim->now;
 }
 
-/* A preempted job leaves its nodes at `now` (after its GraceTime): cancelled, requeued (its work
- * since the last checkpoint lost), or suspended (resumed later with nothing lost). */
-static void vacate(Sim *sim, int32_t job, double now, int mode) {
-    end_job(sim, job);
-    sim->end_time[job] = NAN; /* its pending end event is stale now */
-    sim->vacating[job] = 0;
-    sim->preemptions[job]++;
-    double executed = now - sim->attempt_start[job];
-    double gpus = (double)sim->gpus[job];
-    if (mode == GP_PREEMPT_CANCEL) {
-        sim->cancelled[job] = 1;
-        sim->lost_gpu_s[job] += executed * gpus;
-        return;
-    }
-    double saved = executed; /* SUSPEND: resumes where it stopped */
-    double requeue_at = now;
-    if (mode == GP_PREEMPT_REQUEUE) {
-        double interval = sim->checkpoint_s[job];
-        saved = interval > 0 ? floor(executed / interval) * interval : 0.0;
-        requeue_at = now + sim->requeue_delay_s;
-    }
-    sim->lost_gpu_s[job] += (executed - saved) * gpus;
-    sim->work_left[job] -= saved;
-    if (sim->work_left[job] < 0) sim->work_left[job] = 0;
-    event_push(sim, &sim->requeue_heap, &sim->requeue_len, &sim->requeue_cap, (GpEvent){requeue_at, job});
+void gp_requeue_at(Sim *sim, int32_t job, double at) {
+    gp_event_push(sim, &sim->requeue_heap, &sim->requeue_len, &sim->requeue_cap, (GpEvent){at, job});
 }
 
-/* ---- preemption ------------------------------------------------------------------------ */
-
-typedef struct {
-    double key, start;
-    int64_t job_id;
-    int32_t job;
-} Victim;
-
-/* Slurm's candidate order: preempt_p_get_prio ascending (lower tier or QoS first, smaller jobs
- * first), then the youngest (latest start) first, then job id. */
-static int victim_cmp(const void *pa, const void *pb) {
-    const Victim *a = pa, *b = pb;
-    if (a->key != b->key) return a->key < b->key ? -1 : 1;
-    if (a->start != b->start) return a->start > b->start ? -1 : 1;
-    return (a->job_id > b->job_id) - (a->job_id < b->job_id);
+void gp_job_leaves_early(Sim *sim, int32_t job, double leave) {
+    sim->end_time[job] = leave;
+    gp_event_push(sim, &sim->end_heap, &sim->end_len, &sim->end_cap, (GpEvent){leave, job});
+    est_remove(sim, job); /* a backfill plan sees it leave then */
+    sim->est_end[job] = leave;
+    sim->est_len++;
+    est_sift_up(sim, sim->est_len - 1, job);
 }
 
-int gp_try_preempt(Sim *sim, int32_t slot, double now, const uint64_t *allowed) {
-    int32_t job = sim->q_job[slot];
-    int32_t cls = sim->preempt_class[job], n = sim->n_preempt_classes;
-    if (sim->awaits_until[job] > now) return 0; /* its victims are still in their grace time */
-    Victim *cand = sim->victim_scratch;
-    int32_t count = 0;
-    for (int32_t k = 0; k < sim->est_len; k++) {
-        int32_t running = sim->est_heap[k];
-        if (sim->vacating[running] || !sim->can_preempt[cls * n + sim->preempt_class[running]]) continue;
-        cand[count++] = (Victim){sim->victim_key[running], sim->attempt_start[running], sim->job_id[running],
-                                 running};
-    }
-    /* take candidates in order until the job would fit on what they free, then drop any taken
-     * one that turned out not to be needed (a later, larger victim covers it) */
-    qsort(cand, (size_t)count, sizeof(Victim), victim_cmp);
-    int32_t gpus = sim->gpn[job], nodes = sim->q_nodes[slot], taken = 0;
-    gp_overlay_begin(sim);
-    /* a node it may not use stays short of GPUs whatever its victims free: one outside `allowed`,
-     * or one an advance reservation holds during its run (as gp_fits_now would find) */
-    double until = now + sim->q_estimate[slot];
-    if (allowed || sim->n_windows)
-        for (int32_t node = 0; node < sim->total_nodes; node++)
-            if ((allowed && !(allowed[node >> 6] >> (node & 63) & 1)) ||
-                (sim->n_windows && gp_window_blocks_at(sim, node, job, now, until)))
-                gp_overlay_add(sim, node, -gp_overlay_free(sim, node) - sim->node_gpus - 1);
-    while (taken < count && sim->ov_count[gpus] < nodes) gp_overlay_add_job(sim, cand[taken++].job, +1);
-    if (sim->ov_count[gpus] < nodes) return 0;
-    for (int32_t k = 0; k < taken; k++) {
-        gp_overlay_add_job(sim, cand[k].job, -1);
-        if (sim->ov_count[gpus] >= nodes)
-            cand[k].job = -1;
-        else
-            gp_overlay_add_job(sim, cand[k].job, +1);
-    }
-    double wait_until = now;
-    for (int32_t k = 0; k < taken; k++) {
-        int32_t victim = cand[k].job;
-        if (victim < 0) continue;
-        double leave = now + sim->grace_s[sim->preempt_class[victim]];
-        if (leave <= now) {
-            vacate(sim, victim, now, sim->preempt_mode[sim->preempt_class[victim]]);
-            continue;
-        }
-        sim->vacating[victim] = 1;
-        if (leave < sim->end_time[victim]) { /* else it ends on its own before its grace is over */
-            sim->end_time[victim] = leave;
-            event_push(sim, &sim->end_heap, &sim->end_len, &sim->end_cap, (GpEvent){leave, victim});
-            est_remove(sim, victim); /* the backfill plan sees it leave at the end of its grace */
-            sim->est_end[victim] = leave;
-            sim->est_len++;
-            est_sift_up(sim, sim->est_len - 1, victim);
-        }
-        if (leave > wait_until) wait_until = leave;
-    }
-    if (wait_until > now) {
-        sim->awaits_until[job] = wait_until;
-        return 0;
-    }
-    return 1;
-}
-
-/* ---- lending ---------------------------------------------------------------------------- */
-
-static int job_on_node(const Sim *sim, int32_t job, int32_t node) {
+int gp_job_on_node(const Sim *sim, int32_t job, int32_t node) {
     const int32_t *r = sim->ranges + 2 * sim->range_first[job];
     for (int32_t k = 0; k < sim->range_count[job]; k++)
         if (node >= r[2 * k] && node < r[2 * k] + r[2 * k + 1]) return 1;
     return 0;
 }
 
-static void lend_nodes(Sim *sim, int32_t count, double now) {
-    for (int idle_pass = 1; idle_pass >= 0 && count > 0; idle_pass--)
-        for (int32_t node = sim->total_nodes - 1; node >= 0 && count > 0; node--) {
-            if (sim->node_off[node]) continue;
-            int idle = sim->node_free[node] == sim->node_gpus;
-            if (idle != idle_pass) continue;
-            node_set_off(sim, node, 1);
-            sim->lent_stack[sim->lent_len++] = node;
-            count--;
-            if (!idle)
-                event_push(sim, &sim->evict_heap, &sim->evict_len, &sim->evict_cap,
-                           (GpEvent){now + sim->drain_grace_s, node});
-        }
+/* ---- the event loop ------------------------------------------------------------------------ */
+
+/* Does a piece have instants to come that a queued job may wait for? */
+static int pieces_may_wake(const Sim *sim) {
+    for (int32_t k = 0; k < sim->n_pieces; k++)
+        if (sim->pieces[k].hooks->may_wake && sim->pieces[k].hooks->may_wake(sim, sim->pieces[k].state)) return 1;
+    return 0;
 }
 
-/* The jobs still on a lent node after the grace time go back to the queue. */
-static void evict_node(Sim *sim, int32_t node, double now) {
-    if (!sim->node_off[node]) return; /* it came back in the meantime */
-    int32_t *found = (int32_t *)sim->node_scratch, count = 0;
-    for (int32_t k = 0; k < sim->est_len; k++)
-        if (job_on_node(sim, sim->est_heap[k], node)) found[count++] = sim->est_heap[k];
-    for (int32_t k = 0; k < count; k++) vacate(sim, found[k], now, GP_PREEMPT_REQUEUE);
-}
-
-int64_t gp_run(Sim *sim, SchedulePass pass, double *tl_time, int64_t *tl_busy_gpus,
-               int32_t *tl_queued, int64_t tl_capacity) {
+int64_t gp_run(Sim *sim, double *tl_time, int64_t *tl_busy_gpus, int32_t *tl_queued, int64_t tl_capacity) {
     int32_t next_arrival = 0;
     int64_t rows = 0, instants = 0;
+    const GpPiece *pieces = sim->pieces;
+    int32_t n_pieces = sim->n_pieces;
     for (int32_t j = 0; j < sim->n_jobs; j++) sim->start[j] = NAN;
-    /* a queued job may wait for a reservation to end with nothing running: go on while bounds remain;
-     * or for the policy's own clock, while it says a wake-up may start one */
+    /* a queued job may wait for a piece's instant (a reservation ending, a node back) with nothing
+     * running: go on while a piece has some; or for the pass's own clock, while it says a wake-up
+     * may start one */
     while (next_arrival < sim->n_jobs || sim->end_len > 0 || sim->requeue_len > 0 ||
-           (sim->q_len > 0 && (sim->next_bound < sim->n_bounds || sim->next_drain < sim->n_drains ||
-                               (sim->wake_at < INFINITY && sim->policy_waits)))) {
-        /* the next instant: the earliest job end, arrival, requeue or requested wake-up */
+           (sim->q_len > 0 && (pieces_may_wake(sim) || (sim->wake_at < INFINITY && sim->policy_waits)))) {
+        /* the next instant: the earliest job end, arrival, requeue, piece instant or wake-up */
         double now = INFINITY;
         if (sim->end_len > 0 && sim->end_heap[0].time < now) now = sim->end_heap[0].time;
         if (next_arrival < sim->n_jobs && sim->submit[next_arrival] < now) now = sim->submit[next_arrival];
         if (sim->requeue_len > 0 && sim->requeue_heap[0].time < now) now = sim->requeue_heap[0].time;
-        if (sim->next_drain < sim->n_drains && sim->drain_time[sim->next_drain] < now)
-            now = sim->drain_time[sim->next_drain];
-        if (sim->evict_len > 0 && sim->evict_heap[0].time < now) now = sim->evict_heap[0].time;
-        while (sim->next_bound < sim->n_bounds && sim->win_bounds[sim->next_bound] <= sim->now)
-            sim->next_bound++; /* reservation bounds already served */
-        if (sim->next_bound < sim->n_bounds && sim->win_bounds[sim->next_bound] < now)
-            now = sim->win_bounds[sim->next_bound];
+        for (int32_t k = 0; k < n_pieces; k++)
+            if (pieces[k].hooks->next_event) {
+                double t = pieces[k].hooks->next_event(sim, pieces[k].state);
+                if (t < now) now = t;
+            }
         if (now <= sim->wake_at) sim->events++; /* not a wake-up alone */
         if (sim->wake_at < now) now = sim->wake_at;
         if (now >= sim->wake_at) sim->wake_at = INFINITY; /* this instant serves the wake-up */
@@ -898,18 +614,19 @@ int64_t gp_run(Sim *sim, SchedulePass pass, double *tl_time, int64_t *tl_busy_gp
                 return -3;
             }
         }
-        /* 0. priorities: usage up to now, and the periodic recalculation when due */
-        if (sim->prio_static && gp_priority_instant(sim, now) < 0) return sim->hook_error ? -3 : -1;
+        /* 0. the pieces' instant (priorities: usage up to now, the recalculation when due) */
+        for (int32_t k = 0; k < n_pieces; k++)
+            if (pieces[k].hooks->instant && pieces[k].hooks->instant(sim, pieces[k].state, now) < 0)
+                return sim->hook_error ? -3 : -1;
         /* 1. all ends at this instant (skipping events a preemption made stale) */
         while (sim->end_len > 0 && sim->end_heap[0].time <= now) {
-            GpEvent event = event_pop(sim->end_heap, &sim->end_len);
+            GpEvent event = gp_event_pop(sim->end_heap, &sim->end_len);
             if (event.time != sim->end_time[event.job]) continue;
             sim->end_time[event.job] = NAN; /* not running */
-            if (sim->preempt_class && sim->vacating[event.job] && event.time < sim->attempt_start[event.job] +
-                                                                                     sim->work_left[event.job])
-                vacate(sim, event.job, now, sim->preempt_mode[sim->preempt_class[event.job]]);
-            else
-                end_job(sim, event.job);
+            int taken = 0;
+            for (int32_t k = 0; k < n_pieces && !taken; k++)
+                if (pieces[k].hooks->end_due) taken = pieces[k].hooks->end_due(sim, pieces[k].state, event.job, now);
+            if (!taken) gp_job_leave(sim, event.job);
         }
         /* 2. all arrivals, then the requeued jobs due */
         for (; next_arrival < sim->n_jobs && sim->submit[next_arrival] <= now; next_arrival++) {
@@ -917,23 +634,16 @@ int64_t gp_run(Sim *sim, SchedulePass pass, double *tl_time, int64_t *tl_busy_gp
             queue_append(sim, next_arrival);
         }
         while (sim->requeue_len > 0 && sim->requeue_heap[0].time <= now)
-            queue_append(sim, event_pop(sim->requeue_heap, &sim->requeue_len).job);
-        /* 3. nodes lent and returned, and jobs evicted from lent nodes */
-        for (; sim->next_drain < sim->n_drains && sim->drain_time[sim->next_drain] <= now; sim->next_drain++) {
-            int32_t delta = sim->drain_delta[sim->next_drain];
-            if (delta > 0) lend_nodes(sim, delta, now);
-            for (; delta < 0 && sim->lent_len > 0; delta++) {
-                node_set_off(sim, sim->lent_stack[--sim->lent_len], 0);
-                sim->sched_requests++; /* a node resumed */
-            }
-        }
-        while (sim->evict_len > 0 && sim->evict_heap[0].time <= now)
-            evict_node(sim, event_pop(sim->evict_heap, &sim->evict_len).job, now);
+            queue_append(sim, gp_event_pop(sim->requeue_heap, &sim->requeue_len).job);
+        /* 3. the pieces' own events (nodes lent and returned, jobs evicted from lent nodes) */
+        for (int32_t k = 0; k < n_pieces; k++)
+            if (pieces[k].hooks->after_arrivals) pieces[k].hooks->after_arrivals(sim, pieces[k].state, now);
         /* 4. one scheduling pass */
-        pass(sim, now);
+        sim->sched->pass(sim, sim->sched_state, now);
         if (sim->out_of_memory) return -1;
         if (sim->policy_error) return -2;
-        if (sim->prio_static && (sim->q_len > 0 || sim->end_len > 0)) gp_wake_at(sim, sim->next_recalc);
+        for (int32_t k = 0; k < n_pieces; k++)
+            if (pieces[k].hooks->after_pass) pieces[k].hooks->after_pass(sim, pieces[k].state, now);
         if (sim->q_holes > 64 && sim->q_holes > sim->q_len) queue_compact(sim);
         if (rows == 0 || tl_busy_gpus[rows - 1] != sim->busy_gpus || tl_queued[rows - 1] != sim->q_len) {
             if (rows == tl_capacity) return -4;

@@ -43,6 +43,9 @@
 #include <string.h>
 
 #include "backfill_map.h"
+#include "preempt.h"
+#include "qos.h"
+#include "reservations.h"
 
 /* Slurm gives up on a job after this many later start times (its bf_max_time safeguard). */
 #define MAX_TRIES 500
@@ -58,26 +61,28 @@ static int32_t popcount(const uint64_t *bits, int32_t n_words) {
 }
 
 /* Room for `extra` more records (and their bitmaps). */
-static int map_reserve(Sim *sim, int32_t extra) {
-    if (sim->map_len + extra <= sim->map_cap) return 0;
-    int32_t cap = 2 * (sim->map_len + extra) + 8;
-    double *begin = PyMem_RawRealloc(sim->map_begin, (size_t)cap * sizeof(double));
-    if (begin) sim->map_begin = begin;
-    double *end = PyMem_RawRealloc(sim->map_end, (size_t)cap * sizeof(double));
-    if (end) sim->map_end = end;
-    uint64_t *bits = PyMem_RawRealloc(sim->map_bits, (size_t)cap * (size_t)sim->n_words * sizeof(uint64_t));
-    if (bits) sim->map_bits = bits;
-    uint64_t *suffix = PyMem_RawRealloc(sim->map_suffix, (size_t)cap * (size_t)sim->n_words * sizeof(uint64_t));
-    if (suffix) sim->map_suffix = suffix;
+static int map_reserve(Sim *sim, BackfillMap *bf, int32_t extra) {
+    if (bf->map_len + extra <= bf->map_cap) return 0;
+    int32_t cap = 2 * (bf->map_len + extra) + 8;
+    double *begin = PyMem_RawRealloc(bf->map_begin, (size_t)cap * sizeof(double));
+    if (begin) bf->map_begin = begin;
+    double *end = PyMem_RawRealloc(bf->map_end, (size_t)cap * sizeof(double));
+    if (end) bf->map_end = end;
+    uint64_t *bits = PyMem_RawRealloc(bf->map_bits, (size_t)cap * (size_t)sim->n_words * sizeof(uint64_t));
+    if (bits) bf->map_bits = bits;
+    uint64_t *suffix = PyMem_RawRealloc(bf->map_suffix, (size_t)cap * (size_t)sim->n_words * sizeof(uint64_t));
+    if (suffix) bf->map_suffix = suffix;
     if (!begin || !end || !bits || !suffix) {
         sim->out_of_memory = 1;
         return -1;
     }
-    sim->map_cap = cap;
+    bf->map_cap = cap;
     return 0;
 }
 
-static inline uint64_t *rec_bits(const Sim *sim, int32_t k) { return sim->map_bits + (size_t)k * sim->n_words; }
+static inline uint64_t *rec_bits(const Sim *sim, BackfillMap *bf, int32_t k) {
+    return bf->map_bits + (size_t)k * sim->n_words;
+}
 
 /* The first of times[from .. len) after t (times ascending), or len. */
 static int32_t first_after(const double *times, int32_t from, int32_t len, double t) {
@@ -92,75 +97,78 @@ static int32_t first_after(const double *times, int32_t from, int32_t len, doubl
 }
 
 /* The first record that ends after t (records tile time in order). */
-static int32_t first_ending_after(const Sim *sim, double t) { return first_after(sim->map_end, 0, sim->map_len, t); }
-
-/* Insert a copy of record k after it, spanning [from, its end); record k then ends at `from`. */
-static void split_after(Sim *sim, int32_t k, double from) {
-    int32_t W = sim->n_words, tail = sim->map_len - k - 1;
-    memmove(sim->map_begin + k + 2, sim->map_begin + k + 1, (size_t)tail * sizeof(double));
-    memmove(sim->map_end + k + 2, sim->map_end + k + 1, (size_t)tail * sizeof(double));
-    memmove(rec_bits(sim, k + 2), rec_bits(sim, k + 1), (size_t)tail * W * sizeof(uint64_t));
-    memcpy(rec_bits(sim, k + 1), rec_bits(sim, k), (size_t)W * sizeof(uint64_t));
-    sim->map_begin[k + 1] = from;
-    sim->map_end[k + 1] = sim->map_end[k];
-    sim->map_end[k] = from;
-    sim->map_len++;
+static int32_t first_ending_after(const BackfillMap *bf, double t) {
+    return first_after(bf->map_end, 0, bf->map_len, t);
 }
 
-static void remove_record(Sim *sim, int32_t k) {
-    int32_t W = sim->n_words, tail = sim->map_len - k - 1;
-    memmove(sim->map_begin + k, sim->map_begin + k + 1, (size_t)tail * sizeof(double));
-    memmove(sim->map_end + k, sim->map_end + k + 1, (size_t)tail * sizeof(double));
-    memmove(rec_bits(sim, k), rec_bits(sim, k + 1), (size_t)tail * W * sizeof(uint64_t));
-    sim->map_len--;
+/* Insert a copy of record k after it, spanning [from, its end); record k then ends at `from`. */
+static void split_after(Sim *sim, BackfillMap *bf, int32_t k, double from) {
+    int32_t W = sim->n_words, tail = bf->map_len - k - 1;
+    memmove(bf->map_begin + k + 2, bf->map_begin + k + 1, (size_t)tail * sizeof(double));
+    memmove(bf->map_end + k + 2, bf->map_end + k + 1, (size_t)tail * sizeof(double));
+    memmove(rec_bits(sim, bf, k + 2), rec_bits(sim, bf, k + 1), (size_t)tail * W * sizeof(uint64_t));
+    memcpy(rec_bits(sim, bf, k + 1), rec_bits(sim, bf, k), (size_t)W * sizeof(uint64_t));
+    bf->map_begin[k + 1] = from;
+    bf->map_end[k + 1] = bf->map_end[k];
+    bf->map_end[k] = from;
+    bf->map_len++;
+}
+
+static void remove_record(Sim *sim, BackfillMap *bf, int32_t k) {
+    int32_t W = sim->n_words, tail = bf->map_len - k - 1;
+    memmove(bf->map_begin + k, bf->map_begin + k + 1, (size_t)tail * sizeof(double));
+    memmove(bf->map_end + k, bf->map_end + k + 1, (size_t)tail * sizeof(double));
+    memmove(rec_bits(sim, bf, k), rec_bits(sim, bf, k + 1), (size_t)tail * W * sizeof(uint64_t));
+    bf->map_len--;
 }
 
 /* backfill.c:_add_reservation: split the map at start and end, take `nodes` out of the records
  * in between (a reservation lasts at least one resolution), then merge the first pair of
  * neighbouring records that became equal. */
-static void add_reservation(Sim *sim, const BackfillClock *clock, double start, double end, const uint64_t *nodes) {
+static void add_reservation(Sim *sim, BackfillMap *bf, const BackfillClock *clock, double start, double end,
+                            const uint64_t *nodes) {
     int32_t W = sim->n_words;
-    if (map_reserve(sim, 2) < 0) return;
-    if (start < sim->map_begin[0]) start = sim->map_begin[0];
+    if (map_reserve(sim, bf, 2) < 0) return;
+    if (start < bf->map_begin[0]) start = bf->map_begin[0];
     if (end < start + clock->resolution_s) end = start + clock->resolution_s;
     int placed = 0;
     int32_t j = 0, one_before = 0, one_after = -1;
     for (;;) {
-        if (sim->map_end[j] > start) {
-            split_after(sim, j, start);
+        if (bf->map_end[j] > start) {
+            split_after(sim, bf, j, start);
             placed = 1;
             break;
         }
-        if (sim->map_end[j] == start) {
+        if (bf->map_end[j] == start) {
             placed = 1;
             break;
         }
         one_before = j++;
-        if (j >= sim->map_len) break;
+        if (j >= bf->map_len) break;
     }
     while (placed) {
-        if (++j >= sim->map_len) break;
-        if (end < sim->map_end[j]) split_after(sim, j, end);
-        uint64_t *bits = rec_bits(sim, j);
+        if (++j >= bf->map_len) break;
+        if (end < bf->map_end[j]) split_after(sim, bf, j, end);
+        uint64_t *bits = rec_bits(sim, bf, j);
         for (int32_t w = 0; w < W; w++) bits[w] &= ~nodes[w];
-        if (end == sim->map_end[j]) {
-            one_after = j + 1 < sim->map_len ? j + 1 : -1;
+        if (end == bf->map_end[j]) {
+            one_after = j + 1 < bf->map_len ? j + 1 : -1;
             break;
         }
     }
-    for (int32_t i = one_before; i != one_after && i + 1 < sim->map_len; i++) {
-        if (memcmp(rec_bits(sim, i), rec_bits(sim, i + 1), (size_t)W * sizeof(uint64_t)) == 0) {
-            sim->map_end[i] = sim->map_end[i + 1];
-            remove_record(sim, i + 1);
+    for (int32_t i = one_before; i != one_after && i + 1 < bf->map_len; i++) {
+        if (memcmp(rec_bits(sim, bf, i), rec_bits(sim, bf, i + 1), (size_t)W * sizeof(uint64_t)) == 0) {
+            bf->map_end[i] = bf->map_end[i + 1];
+            remove_record(sim, bf, i + 1);
             break;
         }
     }
 }
 
 /* backfill.c:_test_resv_overlap: does a record within [start, end) lack one of `nodes`? */
-static int overlaps(const Sim *sim, const uint64_t *nodes, double start, double end) {
-    for (int32_t k = first_ending_after(sim, start); k < sim->map_len && sim->map_begin[k] < end; k++) {
-        const uint64_t *bits = rec_bits(sim, k);
+static int overlaps(const Sim *sim, BackfillMap *bf, const uint64_t *nodes, double start, double end) {
+    for (int32_t k = first_ending_after(bf, start); k < bf->map_len && bf->map_begin[k] < end; k++) {
+        const uint64_t *bits = rec_bits(sim, bf, k);
         for (int32_t w = 0; w < sim->n_words; w++)
             if (nodes[w] & ~bits[w]) return 1;
     }
@@ -184,21 +192,21 @@ static void window_reset(const Sim *sim, Window *win, const uint64_t *all, int32
 }
 
 /* Move the window to [front, back] (neither end moves back). */
-static void window_move(Sim *sim, Window *win, const uint64_t *all, int32_t front, int32_t back) {
+static void window_move(Sim *sim, BackfillMap *bf, Window *win, const uint64_t *all, int32_t front, int32_t back) {
     int32_t W = sim->n_words;
     if (front > win->back) {
         window_reset(sim, win, all, front);
     }
     for (int32_t k = win->back + 1; k <= back; k++) {
-        const uint64_t *bits = rec_bits(sim, k);
+        const uint64_t *bits = rec_bits(sim, bf, k);
         for (int32_t w = 0; w < W; w++) win->behind[w] &= bits[w];
     }
     if (back > win->back) win->back = back;
     win->front = front;
     if (win->front > win->split && win->front <= win->back) { /* the front stack ran out: rebuild it */
         for (int32_t k = win->back; k >= win->front; k--) {
-            uint64_t *suffix = sim->map_suffix + (size_t)k * W;
-            const uint64_t *bits = rec_bits(sim, k);
+            uint64_t *suffix = bf->map_suffix + (size_t)k * W;
+            const uint64_t *bits = rec_bits(sim, bf, k);
             if (k == win->back)
                 memcpy(suffix, bits, (size_t)W * sizeof(uint64_t));
             else
@@ -210,13 +218,13 @@ static void window_move(Sim *sim, Window *win, const uint64_t *all, int32_t fron
 }
 
 /* The intersection of the window's records (every node when it holds none). */
-static void window_and(const Sim *sim, const Window *win, const uint64_t *all, uint64_t *out) {
+static void window_and(const Sim *sim, BackfillMap *bf, const Window *win, const uint64_t *all, uint64_t *out) {
     int32_t W = sim->n_words;
     if (win->front > win->back) {
         memcpy(out, all, (size_t)W * sizeof(uint64_t));
         return;
     }
-    const uint64_t *suffix = win->front <= win->split ? sim->map_suffix + (size_t)win->front * W : all;
+    const uint64_t *suffix = win->front <= win->split ? bf->map_suffix + (size_t)win->front * W : all;
     for (int32_t w = 0; w < W; w++) out[w] = suffix[w] & win->behind[w];
 }
 
@@ -268,10 +276,10 @@ static int fits_on(Sim *sim, const uint64_t *candidates, const uint64_t *usable,
  * group whatever its end (as Slurm's loop does). Released jobs free whole nodes in a whole-node
  * pool, else their GPUs on an overlay of free GPUs per node.
  */
-static double will_run(Sim *sim, const BackfillClock *clock, const uint64_t *candidates, int32_t need,
+static double will_run(Sim *sim, BackfillMap *bf, const BackfillClock *clock, const uint64_t *candidates, int32_t need,
                        int32_t gpus, double now, const int32_t *ordered, int32_t n_running) {
     int32_t W = sim->n_words;
-    uint64_t *released = sim->bits_scratch + 2 * (size_t)W, *both = sim->bits_scratch + 3 * (size_t)W;
+    uint64_t *released = bf->bits_scratch + 2 * (size_t)W, *both = bf->bits_scratch + 3 * (size_t)W;
     const uint64_t *usable_now = gp_level_bits(sim, gpus);
     if (fits_on(sim, candidates, usable_now, both, need)) return now;
     memcpy(released, usable_now, (size_t)W * sizeof(uint64_t));
@@ -324,10 +332,10 @@ static int double_descending(const void *a, const void *b) {
     return (x < y) - (x > y);
 }
 
-static int any_could_start(Sim *sim, int32_t slot, int64_t budget, double now, const double *clear_until,
-                           int32_t n_free) {
+static int any_could_start(Sim *sim, BackfillMap *bf, int32_t slot, int64_t budget, double now,
+                           const double *clear_until, int32_t n_free) {
     /* sorted latest first, the need-th value says whether `need` nodes are clear long enough */
-    double *latest = sim->map_clear + sim->total_nodes;
+    double *latest = bf->map_clear + sim->total_nodes;
     memcpy(latest, clear_until, (size_t)n_free * sizeof(double));
     qsort(latest, (size_t)n_free, sizeof(double), double_descending);
     for (; slot < sim->q_count && budget > 0; slot++) {
@@ -347,9 +355,9 @@ static int any_could_start(Sim *sim, int32_t slot, int64_t budget, double now, c
  * clear for good (no reservation of this cycle holds them): they are counted by free GPUs once;
  * the others are tested one by one.
  */
-static int any_could_start_gpus(Sim *sim, int32_t slot, int64_t budget, double now, const int32_t *free_node,
-                                const double *clear_until, int32_t n_free) {
-    int32_t G = sim->node_gpus, *at_least = sim->prune_scratch, *held = sim->prune_scratch + G + 2;
+static int any_could_start_gpus(Sim *sim, BackfillMap *bf, int32_t slot, int64_t budget, double now,
+                                const int32_t *free_node, const double *clear_until, int32_t n_free) {
+    int32_t G = sim->node_gpus, *at_least = bf->prune_scratch, *held = bf->prune_scratch + G + 2;
     memset(at_least, 0, (size_t)(G + 2) * sizeof(int32_t));
     int32_t n_held = 0;
     for (int32_t k = 0; k < n_free; k++) {
@@ -390,8 +398,9 @@ typedef struct {
 /* Forget every answer: entries [0, used) are the kept ones, so the next one goes to slot 0. */
 static void memo_clear(WillRunMemo *memo) { memo->used = memo->next = 0; }
 
-static double will_run_memo(Sim *sim, WillRunMemo *memo, const BackfillClock *clock, const uint64_t *candidates,
-                            int32_t need, int32_t gpus, double now, const int32_t *ordered, int32_t n_running) {
+static double will_run_memo(Sim *sim, BackfillMap *bf, WillRunMemo *memo, const BackfillClock *clock,
+                            const uint64_t *candidates, int32_t need, int32_t gpus, double now,
+                            const int32_t *ordered, int32_t n_running) {
     int32_t W = sim->n_words;
     for (int32_t m = 0; m < memo->used; m++) {
         if (memo->need[m] != need || memo->gpus[m] != gpus ||
@@ -401,7 +410,7 @@ static double will_run_memo(Sim *sim, WillRunMemo *memo, const BackfillClock *cl
             memcpy(sim->node_scratch, memo->nodes + (size_t)m * sim->total_nodes, (size_t)need * sizeof(int32_t));
         return memo->when[m];
     }
-    double when = will_run(sim, clock, candidates, need, gpus, now, ordered, n_running);
+    double when = will_run(sim, bf, clock, candidates, need, gpus, now, ordered, n_running);
     int32_t m = memo->next;
     memo->next = (m + 1) % MEMO_SLOTS;
     if (memo->used < MEMO_SLOTS) memo->used++;
@@ -455,111 +464,146 @@ static int is_running(const Sim *sim, int32_t job) {
 
 /*
  * The running jobs by planned end, in run_order. Between two cycles only a few jobs start and end,
- * so the last list is kept (sim->run_listed): the jobs still running keep their order, and the
+ * so the last list is kept (bf->run_listed): the jobs still running keep their order, and the
  * ones started since are sorted and merged in, in O(R + new log new) rather than a walk of the
  * heap in O(R log R). A kept job whose planned end moved (a preemption's grace) can break the
  * order: then the list is rebuilt by walking the heap.
  */
-static int32_t running_by_end(Sim *sim) {
-    if (++sim->run_mark_epoch == 0) {
-        memset(sim->run_mark, 0, (size_t)sim->n_jobs * sizeof(uint32_t));
-        sim->run_mark_epoch = 1;
+static int32_t running_by_end(Sim *sim, BackfillMap *bf) {
+    if (++bf->run_mark_epoch == 0) {
+        memset(bf->run_mark, 0, (size_t)sim->n_jobs * sizeof(uint32_t));
+        bf->run_mark_epoch = 1;
     }
-    uint32_t mark = sim->run_mark_epoch;
+    uint32_t mark = bf->run_mark_epoch;
     int32_t kept = 0, sorted = 1;
-    for (int32_t k = 0; k < sim->run_listed; k++) {
-        int32_t job = sim->run_order[k];
+    for (int32_t k = 0; k < bf->run_listed; k++) {
+        int32_t job = bf->run_order[k];
         if (!is_running(sim, job)) continue;
         if (kept > 0) {
-            RunKey before = run_key(sim, sim->run_order[kept - 1]), here = run_key(sim, job);
+            RunKey before = run_key(sim, bf->run_order[kept - 1]), here = run_key(sim, job);
             if (run_key_cmp(&before, &here) > 0) sorted = 0;
         }
-        sim->run_mark[job] = mark;
-        sim->run_order[kept++] = job;
+        bf->run_mark[job] = mark;
+        bf->run_order[kept++] = job;
     }
     if (!sorted) {
         int32_t n_running = 0;
         gp_walk_begin(sim);
-        for (int32_t job; (job = gp_walk_next(sim)) >= 0;) sim->run_order[n_running++] = job;
-        return sim->run_listed = n_running;
+        for (int32_t job; (job = gp_walk_next(sim)) >= 0;) bf->run_order[n_running++] = job;
+        return bf->run_listed = n_running;
     }
     int32_t fresh = 0;
     for (int32_t k = 0; k < sim->est_len; k++)
-        if (sim->run_mark[sim->est_heap[k]] != mark) sim->run_fresh[fresh++] = run_key(sim, sim->est_heap[k]);
-    qsort(sim->run_fresh, (size_t)fresh, sizeof(RunKey), run_key_cmp);
+        if (bf->run_mark[sim->est_heap[k]] != mark) bf->run_fresh[fresh++] = run_key(sim, sim->est_heap[k]);
+    qsort(bf->run_fresh, (size_t)fresh, sizeof(RunKey), run_key_cmp);
     /* merge from the back: kept jobs in run_order[0, kept), fresh ones in run_fresh */
     int32_t i = kept - 1, j = fresh - 1;
     for (int32_t out = kept + fresh - 1; j >= 0; out--) {
         if (i >= 0) {
-            RunKey last_kept = run_key(sim, sim->run_order[i]);
-            if (run_key_cmp(&last_kept, &sim->run_fresh[j]) > 0) {
-                sim->run_order[out] = sim->run_order[i--];
+            RunKey last_kept = run_key(sim, bf->run_order[i]);
+            if (run_key_cmp(&last_kept, &bf->run_fresh[j]) > 0) {
+                bf->run_order[out] = bf->run_order[i--];
                 continue;
             }
         }
-        sim->run_order[out] = sim->run_fresh[j--].job;
+        bf->run_order[out] = bf->run_fresh[j--].job;
     }
-    return sim->run_listed = kept + fresh;
+    return bf->run_listed = kept + fresh;
 }
 
 /* The nodes with a free GPU, each with the time until which no reservation of this cycle holds
  * it: the begin of the first record that lacks it. */
-static int32_t free_nodes_clear(Sim *sim, int32_t *free_node, double *clear_until) {
+static int32_t free_nodes_clear(Sim *sim, BackfillMap *bf, int32_t *free_node, double *clear_until) {
     int32_t n_free = 0;
     const uint64_t *free_bits = gp_level_bits(sim, 1);
     for (int32_t w = 0; w < sim->n_words; w++)
         for (uint64_t b = free_bits[w]; b; b &= b - 1) {
             int32_t node = 64 * w + __builtin_ctzll(b);
             double until = INFINITY;
-            for (int32_t k = 0; k < sim->map_len && until == INFINITY; k++)
-                if (!(rec_bits(sim, k)[w] >> (node & 63) & 1)) until = sim->map_begin[k];
+            for (int32_t k = 0; k < bf->map_len && until == INFINITY; k++)
+                if (!(rec_bits(sim, bf, k)[w] >> (node & 63) & 1)) until = bf->map_begin[k];
             free_node[n_free] = node;
             clear_until[n_free++] = until;
         }
     return n_free;
 }
 
-void gp_backfill_map_cycle(Sim *sim, const BackfillClock *clock, double now) {
+/* bf_max_job_user (backfill.c:_job_exceeds_max_bf_param): at most `per_user` jobs of one user are
+ * tested in a cycle (0: no limit); the ones beyond still count against bf_max_job_test. */
+static int user_tests_reset(Sim *sim, BackfillMap *bf) {
+    if (!bf->job_user) return 0;
+    if (!bf->user_tested) bf->user_tested = gp_calloc(sim, (size_t)bf->n_users, sizeof(int32_t));
+    if (!bf->user_tested) return -1;
+    memset(bf->user_tested, 0, (size_t)bf->n_users * sizeof(int32_t));
+    return 0;
+}
+
+static int user_may_test(BackfillMap *bf, int32_t job, int64_t per_user) {
+    if (per_user <= 0 || !bf->job_user) return 1;
+    int32_t *tested = bf->user_tested + bf->job_user[job];
+    if (*tested >= per_user) return 0;
+    (*tested)++;
+    return 1;
+}
+
+void gp_backfill_map_free(BackfillMap *bf) {
+    PyMem_RawFree(bf->map_begin);
+    PyMem_RawFree(bf->map_end);
+    PyMem_RawFree(bf->map_bits);
+    PyMem_RawFree(bf->map_suffix);
+    PyMem_RawFree(bf->bits_scratch);
+    PyMem_RawFree(bf->run_order);
+    PyMem_RawFree(bf->memo_nodes);
+    PyMem_RawFree(bf->run_fresh);
+    PyMem_RawFree(bf->run_mark);
+    PyMem_RawFree(bf->free_list);
+    PyMem_RawFree(bf->prune_scratch);
+    PyMem_RawFree(bf->map_clear);
+    PyMem_RawFree(bf->user_tested);
+}
+
+void gp_backfill_map_cycle(Sim *sim, BackfillMap *bf, double now) {
+    const BackfillClock *clock = &bf->clock;
     int32_t W = sim->n_words;
-    if (!sim->bits_scratch) {
+    if (!bf->bits_scratch) {
         /* 4 scratch bitmaps, the memo's candidates, 2 for the window */
-        sim->bits_scratch = PyMem_RawCalloc((size_t)(6 + MEMO_SLOTS) * W, sizeof(uint64_t));
+        bf->bits_scratch = PyMem_RawCalloc((size_t)(6 + MEMO_SLOTS) * W, sizeof(uint64_t));
         /* every running job holds at least one GPU */
         int64_t gpus = (int64_t)sim->total_nodes * sim->node_gpus;
         size_t most_running = (size_t)(gpus < sim->n_jobs ? gpus : sim->n_jobs) + 1;
-        sim->run_order = PyMem_RawCalloc(most_running, sizeof(int32_t));
-        sim->run_fresh = PyMem_RawCalloc(most_running, sizeof(RunKey));
-        sim->run_mark = PyMem_RawCalloc((size_t)sim->n_jobs + 1, sizeof(uint32_t));
-        sim->memo_nodes = PyMem_RawCalloc((size_t)MEMO_SLOTS * sim->total_nodes, sizeof(int32_t));
-        sim->free_list = PyMem_RawCalloc((size_t)sim->total_nodes, sizeof(int32_t));
-        sim->map_clear = PyMem_RawCalloc(2 * (size_t)sim->total_nodes, sizeof(double));
-        sim->prune_scratch = PyMem_RawCalloc((size_t)sim->node_gpus + 2 + (size_t)sim->total_nodes, sizeof(int32_t));
-        if (!sim->bits_scratch || !sim->run_order || !sim->run_fresh || !sim->run_mark || !sim->memo_nodes ||
-            !sim->free_list || !sim->map_clear || !sim->prune_scratch) {
+        bf->run_order = PyMem_RawCalloc(most_running, sizeof(int32_t));
+        bf->run_fresh = PyMem_RawCalloc(most_running, sizeof(RunKey));
+        bf->run_mark = PyMem_RawCalloc((size_t)sim->n_jobs + 1, sizeof(uint32_t));
+        bf->memo_nodes = PyMem_RawCalloc((size_t)MEMO_SLOTS * sim->total_nodes, sizeof(int32_t));
+        bf->free_list = PyMem_RawCalloc((size_t)sim->total_nodes, sizeof(int32_t));
+        bf->map_clear = PyMem_RawCalloc(2 * (size_t)sim->total_nodes, sizeof(double));
+        bf->prune_scratch = PyMem_RawCalloc((size_t)sim->node_gpus + 2 + (size_t)sim->total_nodes, sizeof(int32_t));
+        if (!bf->bits_scratch || !bf->run_order || !bf->run_fresh || !bf->run_mark || !bf->memo_nodes ||
+            !bf->free_list || !bf->map_clear || !bf->prune_scratch) {
             sim->out_of_memory = 1;
             return;
         }
     }
-    uint64_t *all = sim->bits_scratch, *candidates = sim->bits_scratch + W, *chosen = sim->bits_scratch + 3 * (size_t)W;
-    uint64_t *prefix = sim->bits_scratch + (size_t)(4 + MEMO_SLOTS) * W;
+    uint64_t *all = bf->bits_scratch, *candidates = bf->bits_scratch + W, *chosen = bf->bits_scratch + 3 * (size_t)W;
+    uint64_t *prefix = bf->bits_scratch + (size_t)(4 + MEMO_SLOTS) * W;
     Window win = {.behind = prefix + W};
-    int32_t *free_node = sim->free_list;
-    double *clear_until = sim->map_clear;
-    WillRunMemo memo = {.candidates = sim->bits_scratch + 4 * (size_t)W, .nodes = sim->memo_nodes};
+    int32_t *free_node = bf->free_list;
+    double *clear_until = bf->map_clear;
+    WillRunMemo memo = {.candidates = bf->bits_scratch + 4 * (size_t)W, .nodes = bf->memo_nodes};
     for (int32_t w = 0; w < W; w++) {
         int32_t left = sim->total_nodes - 64 * w;
         all[w] = left >= 64 ? ~UINT64_C(0) : ((UINT64_C(1) << left) - 1);
     }
     int32_t n_running = -1; /* the running jobs by planned end: listed when will-run first needs them */
 
-    sim->map_len = 0;
-    if (map_reserve(sim, 1) < 0 || gp_user_tests_reset(sim) < 0) return;
-    sim->map_len = 1;
-    sim->map_begin[0] = floor_res(clock, now);
-    sim->map_end[0] = floor_res(clock, now + clock->window_s);
-    memcpy(rec_bits(sim, 0), all, (size_t)W * sizeof(uint64_t));
+    bf->map_len = 0;
+    if (map_reserve(sim, bf, 1) < 0 || user_tests_reset(sim, bf) < 0) return;
+    bf->map_len = 1;
+    bf->map_begin[0] = floor_res(clock, now);
+    bf->map_end[0] = floor_res(clock, now + clock->window_s);
+    memcpy(rec_bits(sim, bf, 0), all, (size_t)W * sizeof(uint64_t));
 
-    int32_t n_free = free_nodes_clear(sim, free_node, clear_until);
+    int32_t n_free = free_nodes_clear(sim, bf, free_node, clear_until);
     int recheck = 1;
 
     int64_t tested = 0;
@@ -567,57 +611,57 @@ void gp_backfill_map_cycle(Sim *sim, const BackfillClock *clock, double now) {
         int32_t need = sim->q_nodes[slot];
         if (need == GP_GONE || gp_limit_reason(sim, sim->q_job[slot])) continue;
         tested++;
-        if (!gp_user_may_test(sim, sim->q_job[slot], clock->max_job_user)) continue;
-        if (recheck && !sim->preempt_class) { /* a job that preempts needs no free node */
+        if (!user_may_test(bf, sim->q_job[slot], clock->max_job_user)) continue;
+        if (recheck && !sim->preempt) { /* a job that preempts needs no free node */
             int64_t budget = clock->max_job_test - tested + 1;
-            if (sim->whole_jobs ? !any_could_start(sim, slot, budget, now, clear_until, n_free)
-                                : !any_could_start_gpus(sim, slot, budget, now, free_node, clear_until, n_free))
+            if (sim->whole_jobs ? !any_could_start(sim, bf, slot, budget, now, clear_until, n_free)
+                                : !any_could_start_gpus(sim, bf, slot, budget, now, free_node, clear_until, n_free))
                 break;
             recheck = 0;
         }
         double limit = sim->q_estimate[slot];
         int32_t gpus = sim->gpn[sim->q_job[slot]];
         double start_at = now;
-        window_reset(sim, &win, all, first_ending_after(sim, now));
+        window_reset(sim, &win, all, first_ending_after(bf, now));
         for (int tries = 0; tries < MAX_TRIES && !sim->out_of_memory; tries++) {
             /* `later`: the first map boundary after which a node of the window so far frees up,
              * looking no further than the first record that begins after start_at + limit */
-            int32_t first = first_ending_after(sim, start_at);
+            int32_t first = first_ending_after(bf, start_at);
             /* the first record beginning after the window */
-            int32_t beyond = first_after(sim->map_begin, first, sim->map_len, start_at + limit);
+            int32_t beyond = first_after(bf->map_begin, first, bf->map_len, start_at + limit);
             double later = NAN;
             memcpy(prefix, all, (size_t)W * sizeof(uint64_t));
-            for (int32_t k = first; k <= beyond && k + 1 < sim->map_len && isnan(later); k++) {
-                const uint64_t *bits = rec_bits(sim, k), *next = rec_bits(sim, k + 1);
+            for (int32_t k = first; k <= beyond && k + 1 < bf->map_len && isnan(later); k++) {
+                const uint64_t *bits = rec_bits(sim, bf, k), *next = rec_bits(sim, bf, k + 1);
                 for (int32_t w = 0; w < W; w++) {
                     prefix[w] &= bits[w];
-                    if (next[w] & ~prefix[w]) later = sim->map_end[k];
+                    if (next[w] & ~prefix[w]) later = bf->map_end[k];
                 }
             }
             /* candidates: the nodes of every record of the window */
-            window_move(sim, &win, all, first, beyond - 1);
-            window_and(sim, &win, all, candidates);
-            if (sim->n_windows) drop_windowed(sim, sim->q_job[slot], candidates, start_at, start_at + limit);
+            window_move(sim, bf, &win, all, first, beyond - 1);
+            window_and(sim, bf, &win, all, candidates);
+            if (sim->reservations) drop_windowed(sim, sim->q_job[slot], candidates, start_at, start_at + limit);
             double when = INFINITY;
             if (popcount(candidates, W) >= need) {
-                if (n_running < 0) n_running = running_by_end(sim);
-                when = will_run_memo(sim, &memo, clock, candidates, need, gpus, now, sim->run_order, n_running);
+                if (n_running < 0) n_running = running_by_end(sim, bf);
+                when = will_run_memo(sim, bf, &memo, clock, candidates, need, gpus, now, bf->run_order, n_running);
             }
             if (when == INFINITY) {
                 if (isnan(later)) break;
                 start_at = later;
                 continue;
             }
-            if (when > now && start_at == now && sim->preempt_class) {
+            if (when > now && start_at == now && sim->preempt) {
                 /* job_test.c:_will_run_test with preemptable jobs gone: it can start now by
                  * preempting jobs on its candidate nodes (select_nodes then preempts them) */
                 int32_t job = sim->q_job[slot];
-                int fits = sim->awaits_until[job] <= now && gp_try_preempt(sim, slot, now, candidates);
-                if (fits || sim->awaits_until[job] > now) {
+                int fits = !gp_preempt_awaits(sim, job, now) && gp_try_preempt(sim, slot, now, candidates);
+                if (fits || gp_preempt_awaits(sim, job, now)) {
                     /* victims left or will leave: the running jobs and free nodes changed */
                     memo_clear(&memo);
-                    n_running = running_by_end(sim);
-                    n_free = free_nodes_clear(sim, free_node, clear_until);
+                    n_running = running_by_end(sim, bf);
+                    n_free = free_nodes_clear(sim, bf, free_node, clear_until);
                     recheck = 1;
                     if (!fits) break; /* waiting out its victims' grace time: no reservation */
                     /* it starts now, below, on the best fit of its free candidates */
@@ -628,7 +672,7 @@ void gp_backfill_map_cycle(Sim *sim, const BackfillClock *clock, double now) {
                 }
             }
             if (when < start_at) when = start_at;
-            if (when > start_at && sim->n_windows && windowed(sim, sim->q_job[slot], need, when, when + limit)) {
+            if (when > start_at && sim->reservations && windowed(sim, sim->q_job[slot], need, when, when + limit)) {
                 start_at = when; /* an advance reservation takes a chosen node then: candidates from then */
                 continue;
             }
@@ -642,16 +686,16 @@ void gp_backfill_map_cycle(Sim *sim, const BackfillClock *clock, double now) {
                 memo_clear(&memo); /* the running jobs and free nodes changed */
                 /* later will-run tests of this cycle know it by its planned end */
                 int32_t at = n_running++;
-                while (at > 0 && sim->est_end[sim->run_order[at - 1]] > sim->est_end[job]) {
-                    sim->run_order[at] = sim->run_order[at - 1];
+                while (at > 0 && sim->est_end[bf->run_order[at - 1]] > sim->est_end[job]) {
+                    bf->run_order[at] = bf->run_order[at - 1];
                     at--;
                 }
-                sim->run_order[at] = job;
-                sim->run_listed = n_running;
+                bf->run_order[at] = job;
+                bf->run_listed = n_running;
                 /* a job on whole nodes holds them in the map (backfill.c:_bf_reserve_running); one
                  * sharing nodes does not: later will-run tests see its GPUs busy until its end */
                 if (gpus == sim->node_gpus)
-                    add_reservation(sim, clock, sim->map_begin[0], floor_res(clock, now + limit), chosen);
+                    add_reservation(sim, bf, clock, bf->map_begin[0], floor_res(clock, now + limit), chosen);
                 int32_t kept = 0; /* the nodes it took leave the free ones when full */
                 for (int32_t k = 0; k < n_free; k++)
                     if (sim->node_free[free_node[k]] > 0) {
@@ -668,15 +712,15 @@ void gp_backfill_map_cycle(Sim *sim, const BackfillClock *clock, double now) {
             }
             if (when > now + clock->window_s) break; /* beyond bf_window: no reservation */
             double from = floor_res(clock, when), until = floor_res(clock, when + limit);
-            if (overlaps(sim, chosen, from, until)) {
+            if (overlaps(sim, bf, chosen, from, until)) {
                 start_at = when;
                 continue;
             }
-            add_reservation(sim, clock, from, until, chosen);
+            add_reservation(sim, bf, clock, from, until, chosen);
             /* its free nodes are no longer clear from its start (map records from `from` lack them),
              * unless it lies beyond the map's end (bf_window), where the map holds nothing */
-            double held_from = from > sim->map_begin[0] ? from : sim->map_begin[0];
-            for (int32_t k = 0; k < n_free && held_from < sim->map_end[sim->map_len - 1]; k++)
+            double held_from = from > bf->map_begin[0] ? from : bf->map_begin[0];
+            for (int32_t k = 0; k < n_free && held_from < bf->map_end[bf->map_len - 1]; k++)
                 if (chosen[free_node[k] >> 6] >> (free_node[k] & 63) & 1 && held_from < clear_until[k]) {
                     clear_until[k] = held_from;
                     recheck = 1;

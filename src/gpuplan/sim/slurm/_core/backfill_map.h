@@ -1,4 +1,4 @@
-/* Slurm's backfill cycle on named nodes (backfill_map.c). */
+/* Slurm's backfill cycle on named nodes (backfill_map.c), the state sched/backfill keeps for it. */
 #ifndef GPUPLAN_BACKFILL_MAP_H
 #define GPUPLAN_BACKFILL_MAP_H
 
@@ -12,7 +12,37 @@ typedef struct {
     int64_t max_job_user; /* bf_max_job_user (0: no limit) */
 } BackfillClock;
 
-/* One backfill cycle at `now` on a pool of whole-node jobs: starts the jobs it can. */
-void gp_backfill_map_cycle(Sim *sim, const BackfillClock *clock, double now);
+struct RunKey;
+
+/*
+ * The backfill map of named nodes: records [begin, end) with a bitmap of the nodes no reservation
+ * of this cycle holds, n_words words each; scratch bitmaps; the running jobs in order of planned
+ * end. Allocated on the first cycle.
+ */
+typedef struct {
+    BackfillClock clock;
+    double *map_begin, *map_end;
+    uint64_t *map_bits;
+    uint64_t *map_suffix; /* per record, n_words: the window's suffix intersections */
+    int32_t map_len, map_cap;
+    uint64_t *bits_scratch; /* 4 x n_words */
+    int32_t *run_order;     /* the running jobs by planned end: run_listed of them, kept between cycles */
+    int32_t run_listed;
+    uint32_t *run_mark; /* per job: listed in this listing (run_mark_epoch) */
+    uint32_t run_mark_epoch;
+    struct RunKey *run_fresh; /* jobs started since the last listing, to sort and merge */
+    int32_t *memo_nodes;      /* the will-run memo's node lists */
+    int32_t *free_list;       /* the nodes with a free GPU (for the cycle's early end) */
+    int32_t *prune_scratch;   /* free nodes by free GPUs, and those a reservation holds (early end) */
+    double *map_clear;        /* per free node: until when no reservation of this cycle holds it; scratch */
+    /* per job: its user (bf_max_job_user), or NULL; and jobs of each user tested in this cycle */
+    const int32_t *job_user;
+    int32_t n_users;
+    int32_t *user_tested;
+} BackfillMap;
+
+/* One backfill cycle at `now`: starts the jobs it can. */
+void gp_backfill_map_cycle(Sim *sim, BackfillMap *bf, double now);
+void gp_backfill_map_free(BackfillMap *bf);
 
 #endif

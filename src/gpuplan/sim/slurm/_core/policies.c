@@ -1,19 +1,19 @@
 /*
- * Compiled scheduling passes for the batch engine, registered by name in GP_POLICIES.
+ * The scheduling passes (the sched pieces), registered by name in GP_SCHED_PLUGINS.
  *
  * Both follow the literature's definitions so results compare with published simulators:
- * - "fifo": strict first-come-first-served. Start jobs from the head of the queue while the head
+ * - sched/builtin: strict first-come-first-served. Start jobs from the head of the queue while the head
  *   fits; a head that does not fit blocks everyone behind it (Slurm with no backfill,
  *   SchedulerType=sched/builtin over a queue ordered by submit time).
- * - "easy": EASY backfilling (Lifka 1995; Mu'alem and Feitelson 2001). After the FIFO step, the head
+ * - sched/easy: EASY backfilling (Lifka 1995; Mu'alem and Feitelson 2001). After the FIFO step, the head
  *   gets a reservation at the shadow time: running jobs are taken in order of estimated end (then
  *   job id) until enough nodes would be free. `extra` is the number of nodes then free beyond the
  *   head's need. Jobs behind the head are then started, in queue order, if they fit now and either
  *   end by their estimate at or before the shadow time, or need no more than `extra` (which they
  *   then use up), so the head never starts later than its reservation.
- * - "slurm": Slurm's own backfill (SchedulerType=sched/backfill). The main scheduler runs on its own
+ * - sched/backfill: Slurm's own backfill (SchedulerType=sched/backfill). The main scheduler runs on its own
  *   clock (main_scheduler below: sched_interval, batch_sched_delay, default_queue_depth) in strict
- *   order, a blocked job blocking the partition, as "fifo" does at every event. Every bf_interval
+ *   order, a blocked job blocking the partition, as sched/builtin does at every event. Every bf_interval
  *   seconds a backfill cycle tests queued jobs in order, at most bf_max_job_test of them: each
  *   starts now if it fits now for its whole time limit without touching a reservation, else gets a
  *   reservation at the earliest time it fits, if that is within bf_window, so no job tested later
@@ -23,7 +23,10 @@
 #include <string.h>
 
 #include "backfill_map.h"
-#include "engine.h"
+#include "plugins.h"
+#include "preempt.h"
+#include "qos.h"
+#include "reservations.h"
 
 /*
  * The main scheduler: jobs in queue order start while they fit. A job that does not fit may preempt
@@ -38,12 +41,15 @@ static void main_pass(Sim *sim, double now, int64_t max_tested) {
         if (sim->q_nodes[slot] == GP_GONE) continue;
         if (++tested > max_tested) break; /* default_queue_depth */
         if (gp_limit_reason(sim, sim->q_job[slot])) continue;
-        if (!gp_fits_now(sim, slot) && !(sim->preempt_class && gp_try_preempt(sim, slot, now, NULL))) break;
+        if (!gp_fits_now(sim, slot) && !(sim->preempt && gp_try_preempt(sim, slot, now, NULL))) break;
         gp_start_slot(sim, slot, now);
     }
 }
 
-static void fifo_pass(Sim *sim, double now) { main_pass(sim, now, INT64_MAX); }
+static void fifo_pass(Sim *sim, void *state, double now) {
+    (void)state;
+    main_pass(sim, now, INT64_MAX);
+}
 
 /* The first queued job no limit holds: the one that blocks the queue, or q_count. */
 static int32_t blocked_head(Sim *sim) {
@@ -55,8 +61,8 @@ static int32_t blocked_head(Sim *sim) {
 
 static void easy_pass_per_gpu(Sim *sim, double now, int32_t head);
 
-static void easy_pass(Sim *sim, double now) {
-    fifo_pass(sim, now);
+static void easy_pass(Sim *sim, void *state, double now) {
+    fifo_pass(sim, state, now);
     int32_t head = blocked_head(sim);
     if (head == sim->q_count || sim->count_ge[1] == 0) return;
     if (!sim->whole_nodes) {
@@ -103,7 +109,7 @@ static void easy_pass(Sim *sim, double now) {
  */
 static int head_fits_at(Sim *sim, int32_t head_job, double estimate, double at) {
     int32_t need = sim->nodes[head_job], gpus = sim->gpn[head_job];
-    if (!sim->n_windows) return sim->ov_count[gpus] >= need;
+    if (!sim->reservations) return sim->ov_count[gpus] >= need;
     int32_t found = 0;
     for (int32_t node = 0; node < sim->total_nodes && found < need; node++)
         if (gp_overlay_free(sim, node) >= gpus && !gp_window_blocks_at(sim, node, head_job, at, at + estimate))
@@ -117,11 +123,14 @@ static void easy_pass_per_gpu(Sim *sim, double now, int32_t head) {
     double shadow = now;
     gp_overlay_begin(sim);
     gp_walk_begin(sim);
-    int32_t running = gp_walk_next(sim), bound = sim->next_bound;
+    const struct GpReservations *resv = sim->reservations;
+    int32_t n_bounds = resv ? resv->n_bounds : 0;
+    const double *win_bounds = resv ? resv->win_bounds : NULL;
+    int32_t running = gp_walk_next(sim), bound = resv ? resv->next_bound : 0;
     while (!head_fits_at(sim, head_job, head_estimate, shadow)) {
         double running_end = running >= 0 ? sim->est_end[running] : INFINITY;
-        while (bound < sim->n_bounds && sim->win_bounds[bound] <= shadow) bound++;
-        double bound_time = bound < sim->n_bounds ? sim->win_bounds[bound] : INFINITY;
+        while (bound < n_bounds && win_bounds[bound] <= shadow) bound++;
+        double bound_time = bound < n_bounds ? win_bounds[bound] : INFINITY;
         if (running_end == INFINITY && bound_time == INFINITY) {
             shadow = INFINITY; /* cannot tell when: no reservation to protect */
             break;
@@ -151,18 +160,21 @@ static void easy_pass_per_gpu(Sim *sim, double now, int32_t head) {
 
 /* ---- Slurm backfill ------------------------------------------------------------------------ */
 
-enum {
-    BF_INTERVAL,
-    BF_WINDOW,
-    BF_RESOLUTION,
-    BF_MAX_JOB_TEST,
-    CLOCK_EPOCH,
-    CONTROLLER_START,
-    BF_MAX_JOB_USER,
-    SCHED_INTERVAL,
-    BATCH_SCHED_DELAY,
-    DEFAULT_QUEUE_DEPTH,
-};
+/* sched/backfill's settings (SchedulerParameters, by name) and its state between passes. */
+typedef struct {
+    double bf_interval;      /* bf_interval_s; <= 0: no backfill */
+    double controller_start; /* controller_start_s: slurmctld's start on the workload's clock */
+    double sched_interval;   /* sched_interval_s: between full main passes; <= 0: none */
+    double batch_sched_delay; /* batch_sched_delay_s */
+    int64_t default_queue_depth;
+    /* The main scheduler's clock: its last pass, its next periodic full pass (NaN before the first
+     * call), and the requests seen so far / still to serve. */
+    double main_last_pass, main_next_full;
+    int64_t main_requests_seen, main_idle_events;
+    int main_pending;
+    double next_cycle; /* when the next backfill cycle is due */
+    BackfillMap map;   /* bf_window, bf_resolution, bf_max_job_test, bf_max_job_user, the epoch */
+} SlurmSched;
 
 /*
  * Slurm's main scheduler on its own clock. slurmctld's background thread
@@ -177,58 +189,51 @@ enum {
  * Events at a tick's instant are served by that tick.
  */
 /* Requests queued since the main scheduler last looked: one pass serves them all. */
-static void take_requests(Sim *sim) {
-    if (sim->sched_requests == sim->main_requests_seen) return;
-    sim->main_requests_seen = sim->sched_requests;
-    sim->main_pending = 1;
+static void take_requests(Sim *sim, SlurmSched *sched) {
+    if (sim->sched_requests == sched->main_requests_seen) return;
+    sched->main_requests_seen = sim->sched_requests;
+    sched->main_pending = 1;
 }
 
-static void main_scheduler(Sim *sim, double now) {
-    double phase = sim->params[CONTROLLER_START], interval = sim->params[SCHED_INTERVAL];
-    double delay = sim->params[BATCH_SCHED_DELAY];
-    if (isnan(sim->main_next_full)) { /* the thread starts with the controller */
-        sim->main_last_pass = phase;
-        sim->main_next_full = interval > 0 ? phase + interval : INFINITY;
+static void main_scheduler(Sim *sim, SlurmSched *sched, double now) {
+    double phase = sched->controller_start, interval = sched->sched_interval;
+    double delay = sched->batch_sched_delay;
+    if (isnan(sched->main_next_full)) { /* the thread starts with the controller */
+        sched->main_last_pass = phase;
+        sched->main_next_full = interval > 0 ? phase + interval : INFINITY;
     }
-    if (now > sim->main_next_full) { /* periodic passes no one woke for: no job was queued */
+    if (now > sched->main_next_full) { /* periodic passes no one woke for: no job was queued */
         double last = phase + floor((now - phase) / interval) * interval;
         if (last < now) {
-            sim->main_last_pass = last;
-            sim->main_next_full = last + interval;
-            sim->main_pending = 0; /* what was asked before is served */
+            sched->main_last_pass = last;
+            sched->main_next_full = last + interval;
+            sched->main_pending = 0; /* what was asked before is served */
         } else {
-            sim->main_next_full = last;
+            sched->main_next_full = last;
         }
     }
-    take_requests(sim);
+    take_requests(sim, sched);
     int on_tick = now - phase == floor(now - phase);
-    if (now == sim->main_next_full) {
+    if (now == sched->main_next_full) {
         main_pass(sim, now, INT64_MAX);
-        sim->main_last_pass = now;
-        sim->main_pending = 0;
-        sim->main_next_full = now + interval;
+        sched->main_last_pass = now;
+        sched->main_pending = 0;
+        sched->main_next_full = now + interval;
         /* a pass over the whole queue left nothing running: what waits is held until an event */
-        if (sim->est_len == 0) sim->main_idle_events = sim->events;
-    } else if (sim->main_pending && on_tick && now - sim->main_last_pass >= delay) {
-        main_pass(sim, now, (int64_t)sim->params[DEFAULT_QUEUE_DEPTH] + 1);
-        sim->main_last_pass = now;
-        sim->main_pending = 0;
+        if (sim->est_len == 0) sched->main_idle_events = sim->events;
+    } else if (sched->main_pending && on_tick && now - sched->main_last_pass >= delay) {
+        main_pass(sim, now, sched->default_queue_depth + 1);
+        sched->main_last_pass = now;
+        sched->main_pending = 0;
     }
-    take_requests(sim); /* jobs the pass preempted ended */
-    if (sim->main_pending) {
-        double due = sim->main_last_pass + delay > now ? sim->main_last_pass + delay : now;
+    take_requests(sim, sched); /* jobs the pass preempted ended */
+    if (sched->main_pending) {
+        double due = sched->main_last_pass + delay > now ? sched->main_last_pass + delay : now;
         due = phase + ceil(due - phase);
         if (due <= now) due += 1;
         gp_wake_at(sim, due);
     }
-    if (gp_queue_first(sim) < sim->q_count) gp_wake_at(sim, sim->main_next_full);
-}
-
-static void slurm_backfill_cycle(Sim *sim, double now) {
-    BackfillClock clock = {sim->params[CLOCK_EPOCH], sim->params[BF_RESOLUTION] > 0 ? sim->params[BF_RESOLUTION] : 1,
-                           sim->params[BF_WINDOW], (int64_t)sim->params[BF_MAX_JOB_TEST],
-                           (int64_t)sim->params[BF_MAX_JOB_USER]};
-    gp_backfill_map_cycle(sim, &clock, now);
+    if (gp_queue_first(sim) < sim->q_count) gp_wake_at(sim, sched->main_next_full);
 }
 
 /*
@@ -239,29 +244,97 @@ static void slurm_backfill_cycle(Sim *sim, double now) {
  * same queue and running jobs can still decide differently later, as the plan is rounded to
  * bf_resolution from the current time.
  */
-static void slurm_pass(Sim *sim, double now) {
-    main_scheduler(sim, now);
-    double interval = sim->params[BF_INTERVAL];
+static void slurm_pass(Sim *sim, void *state, double now) {
+    SlurmSched *sched = state;
+    main_scheduler(sim, sched, now);
+    double interval = sched->bf_interval;
     if (interval > 0) { /* bf_interval=-1: no backfill */
         int queued = gp_queue_first(sim) < sim->q_count;
-        if (now >= sim->policy_clock) {
-            double phase = sim->params[CONTROLLER_START];
+        if (now >= sched->next_cycle) {
+            double phase = sched->controller_start;
             double boundary = phase + floor((now - phase) / interval) * interval;
             int started = boundary >= phase + interval; /* the first cycle comes bf_interval after the start */
             if (now == boundary && started && queued) {
-                slurm_backfill_cycle(sim, now);
-                if (sim->params[SCHED_INTERVAL] <= 0 && sim->est_len == 0) sim->main_idle_events = sim->events;
+                gp_backfill_map_cycle(sim, &sched->map, now);
+                if (sched->sched_interval <= 0 && sim->est_len == 0) sched->main_idle_events = sim->events;
             }
-            sim->policy_clock = boundary + interval;
+            sched->next_cycle = boundary + interval;
         }
-        if (gp_queue_first(sim) < sim->q_count) gp_wake_at(sim, sim->policy_clock);
+        if (gp_queue_first(sim) < sim->q_count) gp_wake_at(sim, sched->next_cycle);
     }
-    sim->policy_waits = sim->main_pending || sim->events != sim->main_idle_events;
+    sim->policy_waits = sched->main_pending || sim->events != sched->main_idle_events;
 }
 
-const PolicyEntry GP_POLICIES[] = {
-    {"fifo", fifo_pass},
-    {"easy", easy_pass},
-    {"slurm", slurm_pass},
-    {0, 0},
+static void slurm_free(void *state) {
+    SlurmSched *sched = state;
+    if (!sched) return;
+    gp_backfill_map_free(&sched->map);
+    PyMem_RawFree(sched);
+}
+
+static const GpSchedOps BUILTIN = {fifo_pass, NULL};
+static const GpSchedOps EASY = {easy_pass, NULL};
+static const GpSchedOps BACKFILL = {slurm_pass, slurm_free};
+
+static int builtin_setup(Sim *sim, GpSettings *s) {
+    (void)s;
+    sim->sched = &BUILTIN;
+    return 0;
+}
+
+static int easy_setup(Sim *sim, GpSettings *s) {
+    (void)s;
+    sim->sched = &EASY;
+    return 0;
+}
+
+/* Settings (named as slurm.conf's SchedulerParameters, in seconds; SlurmSettings.params):
+ * bf_interval_s, bf_window_s, bf_resolution_s, bf_max_job_test, bf_max_job_user, clock_epoch_s,
+ * controller_start_s, sched_interval_s, batch_sched_delay_s, default_queue_depth; users (int32 per
+ * job, for bf_max_job_user), optional. */
+static int backfill_setup(Sim *sim, GpSettings *s) {
+    SlurmSched sched = {0};
+    BackfillClock *clock = &sched.map.clock;
+    double resolution;
+    void *users;
+    Py_ssize_t n = s->n_jobs;
+    if (gp_read_double(s, "bf_interval_s", &sched.bf_interval) < 0 ||
+        gp_read_double(s, "bf_window_s", &clock->window_s) < 0 ||
+        gp_read_double(s, "bf_resolution_s", &resolution) < 0 ||
+        gp_read_int(s, "bf_max_job_test", &clock->max_job_test) < 0 ||
+        gp_read_int(s, "bf_max_job_user", &clock->max_job_user) < 0 ||
+        gp_read_double(s, "clock_epoch_s", &clock->epoch_s) < 0 ||
+        gp_read_double(s, "controller_start_s", &sched.controller_start) < 0 ||
+        gp_read_double(s, "sched_interval_s", &sched.sched_interval) < 0 ||
+        gp_read_double(s, "batch_sched_delay_s", &sched.batch_sched_delay) < 0 ||
+        gp_read_int(s, "default_queue_depth", &sched.default_queue_depth) < 0 ||
+        gp_read_array(s, "users", 4, n, 0, 1, &users, NULL) < 0)
+        return -1;
+    clock->resolution_s = resolution > 0 ? resolution : 1;
+    sched.main_next_full = NAN;
+    if (users) { /* per job: its user's index, for bf_max_job_user */
+        const int32_t *user = users;
+        if (gp_check_indices(user, n, INT32_MAX, "users: job index %zd has a negative user") < 0) return -1;
+        int32_t n_users = 0;
+        for (Py_ssize_t j = 0; j < n; j++)
+            if (user[j] >= n_users) n_users = user[j] + 1;
+        sched.map.job_user = user;
+        sched.map.n_users = n_users;
+    }
+    SlurmSched *state = PyMem_RawMalloc(sizeof(SlurmSched));
+    if (!state) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    *state = sched;
+    sim->sched = &BACKFILL;
+    sim->sched_state = state;
+    return 0;
+}
+
+const GpPlugin GP_SCHED_PLUGINS[] = {
+    {"sched/builtin", "strict FIFO: start from the head while the head fits", builtin_setup},
+    {"sched/easy", "EASY backfill: the head reserves at its shadow time, others backfill", easy_setup},
+    {"sched/backfill", "Slurm backfill, with the main scheduler on slurmctld's clock", backfill_setup},
+    {NULL, NULL, NULL},
 };

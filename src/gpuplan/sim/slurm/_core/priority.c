@@ -1,5 +1,6 @@
 /*
- * The queue's priority order: Slurm's PriorityType=priority/multifactor.
+ * The queue's priority order: Slurm's PriorityType=priority/multifactor (and priority/basic when
+ * partitions of different PriorityTier share nodes: the tier is then the only factor).
  *
  *   priority = static part (job size, partition, QoS factors times their PriorityWeight*)
  *            + PriorityWeightAge * min(age / PriorityMaxAge, 1)
@@ -21,37 +22,58 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine.h"
+#include "plugins.h"
 
-int gp_priority_init(Sim *sim) {
-    int32_t n = sim->n_jobs, a = sim->n_accounts > 0 ? sim->n_accounts : 1;
-    sim->priority = PyMem_RawCalloc((size_t)(n ? n : 1), sizeof(double));
-    sim->fs_factor = PyMem_RawCalloc((size_t)a, sizeof(double));
-    sim->acct_usage = PyMem_RawCalloc((size_t)a, sizeof(double));
-    sim->acct_running_gpus = PyMem_RawCalloc((size_t)a, sizeof(double));
-    for (int32_t k = 0; k < a && sim->fs_factor; k++) sim->fs_factor[k] = 1.0; /* no usage yet */
-    sim->next_recalc = -INFINITY;
-    sim->last_recalc = -INFINITY;
-    return (sim->priority && sim->fs_factor && sim->acct_usage && sim->acct_running_gpus) ? 0 : -1;
+struct GpPriority {
+    const double *prio_static; /* per job: weighted job-size, partition and QoS factors */
+    const int32_t *account;    /* per job: index of its account (association) */
+    int32_t n_accounts;
+    double weight_age, max_age, weight_fairshare, calc_period;
+    double *priority;          /* per job: its priority when it was last computed */
+    double *fs_factor;         /* per account: fair-share factor from the last recalculation */
+    double *acct_usage;        /* per account: GPU-seconds used since the last recalculation */
+    double *acct_running_gpus; /* per account: GPUs running x their QoS UsageFactor */
+    const double *usage_gpus;  /* per job: its GPUs x UsageFactor */
+    double usage_clock, next_recalc, last_recalc;
+    double calc_phase; /* recalculations at calc_phase + k x calc_period (slurmctld's start) */
+    /* AccountingStorageEnforce without "limits": a job's use between the last recalculation and its
+     * end is never counted (acct_policy.c returns before priority_p_job_end) */
+    int tick_usage_only;
+    /* fair-share hook(now, usage_bytes) -> float64 buffer of factors, called with the GIL; or None */
+    PyObject *fairshare;
+};
+
+/* Called with the GIL held: hand each account's GPU-seconds since the last call, take factors. */
+static int call_fairshare_hook(struct GpPriority *p, double now) {
+    PyObject *usage = PyBytes_FromStringAndSize((const char *)p->acct_usage,
+                                                (Py_ssize_t)p->n_accounts * (Py_ssize_t)sizeof(double));
+    if (!usage) return -1;
+    PyObject *result = PyObject_CallFunction(p->fairshare, "dN", now, usage);
+    if (!result) return -1;
+    Py_buffer view;
+    if (PyObject_GetBuffer(result, &view, PyBUF_SIMPLE) < 0) {
+        Py_DECREF(result);
+        return -1;
+    }
+    int ok = view.len == (Py_ssize_t)p->n_accounts * (Py_ssize_t)sizeof(double);
+    if (ok)
+        memcpy(p->fs_factor, view.buf, (size_t)view.len);
+    else
+        PyErr_SetString(PyExc_ValueError, "fair-share hook: expected one float64 per account");
+    PyBuffer_Release(&view);
+    Py_DECREF(result);
+    return ok ? 0 : -1;
 }
 
-void gp_priority_free(Sim *sim) {
-    PyMem_RawFree(sim->priority);
-    PyMem_RawFree(sim->fs_factor);
-    PyMem_RawFree(sim->acct_usage);
-    PyMem_RawFree(sim->acct_running_gpus);
-}
-
-static double job_priority(const Sim *sim, int32_t job, double now) {
-    double age = sim->prio_max_age > 0 ? (now - sim->submit[job]) / sim->prio_max_age : 1.0;
+static double job_priority(const Sim *sim, const struct GpPriority *p, int32_t job, double now) {
+    double age = p->max_age > 0 ? (now - sim->submit[job]) / p->max_age : 1.0;
     if (age > 1) age = 1;
-    return floor(sim->prio_static[job] + sim->prio_weight_age * age +
-                 sim->prio_weight_fairshare * sim->fs_factor[sim->account[job]]);
+    return floor(p->prio_static[job] + p->weight_age * age + p->weight_fairshare * p->fs_factor[p->account[job]]);
 }
 
 /* Queue order: higher priority first, then earlier submit, then lower job id (then index). */
-static int before(const Sim *sim, int32_t a, int32_t b) {
-    if (sim->priority[a] != sim->priority[b]) return sim->priority[a] > sim->priority[b];
+static int before(const Sim *sim, const struct GpPriority *p, int32_t a, int32_t b) {
+    if (p->priority[a] != p->priority[b]) return p->priority[a] > p->priority[b];
     if (sim->submit[a] != sim->submit[b]) return sim->submit[a] < sim->submit[b];
     if (sim->job_id[a] != sim->job_id[b]) return sim->job_id[a] < sim->job_id[b];
     return a < b;
@@ -73,16 +95,16 @@ static int entry_cmp(const void *pa, const void *pb) {
 }
 
 /* Recompute every queued job's priority and sort the queue (closing holes). */
-static int resort(Sim *sim, double now) {
+static int resort(Sim *sim, struct GpPriority *p, double now) {
     int32_t count = 0;
     Entry *entries = PyMem_RawMalloc((size_t)(sim->q_len ? sim->q_len : 1) * sizeof(Entry));
     if (!entries) return -1;
     for (int32_t s = sim->q_first; s < sim->q_count; s++) {
         if (sim->q_nodes[s] == GP_GONE) continue;
         int32_t job = sim->q_job[s];
-        sim->priority[job] = job_priority(sim, job, now);
-        entries[count++] = (Entry){sim->priority[job], sim->submit[job], sim->job_id[job], job,
-                                   sim->q_nodes[s], sim->q_estimate[s]};
+        p->priority[job] = job_priority(sim, p, job, now);
+        entries[count++] =
+            (Entry){p->priority[job], sim->submit[job], sim->job_id[job], job, sim->q_nodes[s], sim->q_estimate[s]};
     }
     qsort(entries, (size_t)count, sizeof(Entry), entry_cmp);
     for (int32_t k = 0; k < count; k++) {
@@ -97,16 +119,18 @@ static int resort(Sim *sim, double now) {
     return 0;
 }
 
-void gp_priority_insert(Sim *sim, int32_t slot) {
+/* A job entering the queue gets its priority from the last recalculation's factors and its place. */
+static void priority_queued(Sim *sim, void *state, int32_t slot) {
+    struct GpPriority *p = state;
     int32_t job = sim->q_job[slot];
     int32_t nodes = sim->q_nodes[slot];
     double estimate = sim->q_estimate[slot];
-    sim->priority[job] = job_priority(sim, job, sim->now);
+    p->priority[job] = job_priority(sim, p, job, sim->now);
     /* move it up past queued jobs it comes before (holes are moved along; order is kept) */
     int32_t s = slot;
     while (s > sim->q_first) {
         int32_t prev = s - 1;
-        if (sim->q_nodes[prev] != GP_GONE && !before(sim, job, sim->q_job[prev])) break;
+        if (sim->q_nodes[prev] != GP_GONE && !before(sim, p, job, sim->q_job[prev])) break;
         sim->q_job[s] = sim->q_job[prev];
         sim->q_nodes[s] = sim->q_nodes[prev];
         sim->q_estimate[s] = sim->q_estimate[prev];
@@ -117,38 +141,130 @@ void gp_priority_insert(Sim *sim, int32_t slot) {
     sim->q_estimate[s] = estimate;
 }
 
-void gp_priority_started(Sim *sim, int32_t job, int sign) {
-    int32_t account = sim->account[job];
-    sim->acct_running_gpus[account] += sign * sim->usage_gpus[job];
-    if (sign < 0 && sim->tick_usage_only) { /* its use since the last tick was accrued: drop it */
+static void priority_started(Sim *sim, void *state, int32_t job, double now) {
+    (void)sim;
+    (void)now;
+    struct GpPriority *p = state;
+    p->acct_running_gpus[p->account[job]] += p->usage_gpus[job];
+}
+
+static void priority_ended(Sim *sim, void *state, int32_t job) {
+    struct GpPriority *p = state;
+    int32_t account = p->account[job];
+    p->acct_running_gpus[account] += -1 * p->usage_gpus[job];
+    if (p->tick_usage_only) { /* its use since the last tick was accrued: drop it */
         double began = sim->attempt_start ? sim->attempt_start[job] : sim->start[job];
-        sim->acct_usage[account] -= sim->usage_gpus[job] * (sim->now - fmax(began, sim->last_recalc));
+        p->acct_usage[account] -= p->usage_gpus[job] * (sim->now - fmax(began, p->last_recalc));
     }
 }
 
-int gp_priority_instant(Sim *sim, double now) {
-    for (int32_t a = 0; a < sim->n_accounts; a++)
-        sim->acct_usage[a] += sim->acct_running_gpus[a] * (now - sim->usage_clock);
-    sim->usage_clock = now;
-    if (now >= sim->next_recalc) {
-        if (sim->fairshare) {
+/* Usage up to now; the recalculation when due. */
+static int priority_instant(Sim *sim, void *state, double now) {
+    struct GpPriority *p = state;
+    for (int32_t a = 0; a < p->n_accounts; a++) p->acct_usage[a] += p->acct_running_gpus[a] * (now - p->usage_clock);
+    p->usage_clock = now;
+    if (now >= p->next_recalc) {
+        if (p->fairshare != Py_None) {
             PyGILState_STATE gil = PyGILState_Ensure();
-            int failed = sim->fairshare(sim, now);
+            int failed = call_fairshare_hook(p, now);
             PyGILState_Release(gil);
             if (failed) {
                 sim->hook_error = 1;
                 return -1;
             }
         }
-        memset(sim->acct_usage, 0, (size_t)sim->n_accounts * sizeof(double));
-        if (resort(sim, now) < 0) {
+        memset(p->acct_usage, 0, (size_t)p->n_accounts * sizeof(double));
+        if (resort(sim, p, now) < 0) {
             sim->out_of_memory = 1;
             return -1;
         }
-        double period = sim->prio_calc_period > 0 ? sim->prio_calc_period : 300;
-        double phase = sim->prio_calc_phase;
-        sim->last_recalc = now;
-        sim->next_recalc = phase + (floor((now - phase) / period) + 1) * period;
+        double period = p->calc_period > 0 ? p->calc_period : 300;
+        double phase = p->calc_phase;
+        p->last_recalc = now;
+        p->next_recalc = phase + (floor((now - phase) / period) + 1) * period;
     }
     return 0;
 }
+
+/* the next recalculation is an instant while jobs wait or run */
+static void priority_after_pass(Sim *sim, void *state, double now) {
+    (void)now;
+    struct GpPriority *p = state;
+    if (sim->q_len > 0 || sim->end_len > 0) gp_wake_at(sim, p->next_recalc);
+}
+
+static void priority_free(void *state) {
+    struct GpPriority *p = state;
+    if (!p) return;
+    PyMem_RawFree(p->priority);
+    PyMem_RawFree(p->fs_factor);
+    PyMem_RawFree(p->acct_usage);
+    PyMem_RawFree(p->acct_running_gpus);
+    PyMem_RawFree(p);
+}
+
+static const GpHooks PRIORITY_HOOKS = {
+    .instant = priority_instant,
+    .after_pass = priority_after_pass,
+    .job_queued = priority_queued,
+    .job_started = priority_started,
+    .job_ended = priority_ended,
+    .free = priority_free,
+};
+
+/* Settings (priority.py PriorityInputs.for_engine): static, usage_gpus (float64) and association
+ * (int32) per job; accounts; weight_age, max_age_s, weight_fairshare, calc_period_s, calc_phase_s;
+ * tick_usage_only; fairshare (the hook, or None). */
+static int multifactor_setup(Sim *sim, GpSettings *s) {
+    struct GpPriority p = {0};
+    void *prio_static, *account, *usage;
+    int64_t accounts;
+    if (gp_read_array(s, "static", 8, s->n_jobs, 0, 0, &prio_static, NULL) < 0 ||
+        gp_read_array(s, "association", 4, s->n_jobs, 0, 0, &account, NULL) < 0 ||
+        gp_read_array(s, "usage_gpus", 8, s->n_jobs, 0, 0, &usage, NULL) < 0 ||
+        gp_read_int(s, "accounts", &accounts) < 0 || gp_read_double(s, "weight_age", &p.weight_age) < 0 ||
+        gp_read_double(s, "max_age_s", &p.max_age) < 0 ||
+        gp_read_double(s, "weight_fairshare", &p.weight_fairshare) < 0 ||
+        gp_read_double(s, "calc_period_s", &p.calc_period) < 0 ||
+        gp_read_double(s, "calc_phase_s", &p.calc_phase) < 0 ||
+        gp_read_bool(s, "tick_usage_only", &p.tick_usage_only) < 0 ||
+        gp_read_object(s, "fairshare", 0, &p.fairshare) < 0)
+        return -1;
+    if (accounts < 1 || accounts > INT32_MAX) {
+        PyErr_SetString(PyExc_ValueError, "priority: at least one account");
+        return -1;
+    }
+    if (gp_check_indices(account, s->n_jobs, (Py_ssize_t)accounts, "priority: job index %zd has no account") < 0)
+        return -1;
+    p.prio_static = prio_static;
+    p.account = account;
+    p.usage_gpus = usage;
+    p.n_accounts = (int32_t)accounts;
+    p.next_recalc = -INFINITY;
+    p.last_recalc = -INFINITY;
+    size_t n = (size_t)(s->n_jobs ? s->n_jobs : 1), a = (size_t)p.n_accounts;
+    struct GpPriority *state = PyMem_RawMalloc(sizeof(struct GpPriority));
+    if (state) {
+        *state = p;
+        state->priority = PyMem_RawCalloc(n, sizeof(double));
+        state->fs_factor = PyMem_RawCalloc(a, sizeof(double));
+        state->acct_usage = PyMem_RawCalloc(a, sizeof(double));
+        state->acct_running_gpus = PyMem_RawCalloc(a, sizeof(double));
+    }
+    if (!state || !state->priority || !state->fs_factor || !state->acct_usage || !state->acct_running_gpus ||
+        gp_add_piece(sim, s->piece, &PRIORITY_HOOKS, state) < 0) {
+        priority_free(state);
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (size_t k = 0; k < a; k++) state->fs_factor[k] = 1.0; /* no usage yet */
+    sim->priority = state;
+    return 0;
+}
+
+const GpPlugin GP_PRIORITY_PLUGINS[] = {
+    {"priority/multifactor", "age, fair share, job size, partition and QoS factors, recalculated every "
+                             "PriorityCalcPeriod", multifactor_setup},
+    {"priority/basic", "submit order within each PriorityTier (the tier is the only factor)", multifactor_setup},
+    {NULL, NULL, NULL},
+};
