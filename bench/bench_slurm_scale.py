@@ -22,7 +22,7 @@ import yaml
 from gpuplan.scenario.load import load_scenario
 from gpuplan.sim.cluster import Pool
 from gpuplan.sim.slurm.model import simulate_slurm
-from gpuplan.sim.slurm.settings import from_scenario as slurm_settings
+from gpuplan.sim.slurm.settings import from_scenario
 from gpuplan.workload.synthesis import synthesize
 
 SIZES = {
@@ -81,7 +81,7 @@ def main() -> None:
         synth_s = time.perf_counter() - began
     pool = loaded.pools[0]
     pools = [Pool(pool.name, pool.nodes, pool.gpus_per_node)]
-    settings = slurm_settings(loaded.scenario.models.slurm)
+    settings = from_scenario(loaded.scenario.models.slurm)
     run = simulate_slurm(workload.jobs, pools, settings, team_shares=workload.team_shares)
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     wait = (run.start_s - run.jobs.submit_s)[run.started]

@@ -1,4 +1,4 @@
-"""Regression tests for what the fuzz suite (tests/test_fuzz.py) found in the trace readers and the
+"""Regression tests for what the fuzz suite (tests/cli/test_fuzz.py) found in the trace readers and the
 demand-curve reader: every bad input is an InputError naming the file and a line or a field, never a
 zlib, JSON, type or NumPy error, nor a warning (findings R3 to R14 of issue 13)."""
 
