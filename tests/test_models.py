@@ -71,7 +71,7 @@ def test_prepare_is_the_one_translation_of_a_scenario() -> None:
     np.testing.assert_array_equal(direct.start_s, via_input.start_s)
     easy = run_input("slurm", loaded, backfill="easy")
     assert easy.settings["backfill"] == "easy"
-    with pytest.raises(InputError, match="does not apply to the kubernetes model"):
+    with pytest.raises(InputError, match="applies to the slurm and hybrid models, not kubernetes"):
         run_input("kubernetes", loaded, backfill="easy")
     hybrid = MODELS.get("hybrid").setup(loaded, backfill="none").settings
     assert (

@@ -14,7 +14,7 @@ from gpuplan.inputs import Input, InputOptions, load_input
 from gpuplan.metrics.summary import summarize, work_by_workload
 from gpuplan.results import manifest
 from gpuplan.results.files import RESULT_FILES, jobs_table, timeline_table, write_summary, write_tables
-from gpuplan.sim.models import MODELS
+from gpuplan.sim.models import MODELS, run_input
 from gpuplan.sim.outcome import REJECTED, ModelRun
 
 
@@ -83,12 +83,11 @@ def unchecked_requests_warnings(model: str, summary: dict[str, Any]) -> list[str
 def simulate(request: SimulateRequest) -> SimulateResult:
     """Read the input, simulate the model, write OUT/summary.json, jobs.parquet, timeline.parquet and
     manifest.json."""
-    model = MODELS.get(request.model)
+    MODELS.get(request.model).check_backfill(request.backfill)  # before the input is read
     began = time.perf_counter()
     loaded = load_input(request.input, request.options)
     read_s = time.perf_counter() - began
-    setup = model.setup(loaded, request.backfill)
-    run = model.run(loaded.workload, setup.pools, setup.settings)
+    run = run_input(request.model, loaded, request.backfill)
     workload = loaded.workload
 
     began = time.perf_counter()

@@ -17,12 +17,12 @@ from typing import Any
 import numpy as np
 import pytest
 
-from gpuplan.inputs import load_input
+from gpuplan.inputs import load_input, scenario_pools
 from gpuplan.scenario.kubernetes import KubernetesSettings
 from gpuplan.scenario.load import load_scenario
 from gpuplan.sim.kubernetes.cluster import UNKNOWN, Nodes
 from gpuplan.sim.kubernetes.scheduler import PodRequest, Scoring, select_node
-from gpuplan.sim.kubernetes.settings import scenario_pools
+from gpuplan.sim.kubernetes.settings import node_pool_specs
 from gpuplan.sim.models import run_input
 from gpuplan.sim.outcome import COMPLETED, REJECTED, ModelRun
 
@@ -236,7 +236,7 @@ workloads:
 def test_scenario_pools_take_cpu_and_memory_from_the_shape_or_leave_them_unknown(tmp_path: Path) -> None:
     path = tmp_path / "s.yaml"
     path.write_text(SCENARIO)
-    specs = {p.name: p for p in scenario_pools(load_scenario(path), KubernetesSettings())}
+    specs = {p.name: p for p in node_pool_specs(scenario_pools(load_scenario(path)), KubernetesSettings())}
     assert (specs["h100"].cpu_milli, specs["h100"].memory_mib) == (112_000, 2048 * 1024)  # the shape's
     assert (specs["custom"].cpu_milli, specs["custom"].memory_mib) == (UNKNOWN, UNKNOWN)
     assert (specs["half"].cpu_milli, specs["half"].memory_mib) == (32_000, UNKNOWN)

@@ -72,15 +72,12 @@ def simulate(
     gpuplan simulate lublin_256.swf.gz --model slurm --backfill easy --json;
     gpuplan simulate openb_pod_list_default.csv.gz --model kubernetes --json
     """
-    from gpuplan.errors import InputError
     from gpuplan.inputs import InputOptions
     from gpuplan.simulate import SimulateRequest
     from gpuplan.simulate import simulate as run_simulation
 
-    if backfill is not None and MODELS.get(model.value).with_backfill is None:
-        with user_errors():
-            takes = " and ".join(name for name in MODELS if MODELS.get(name).with_backfill is not None)
-            raise InputError(f"applies to the {takes} models, not {model.value}", field="--backfill")
+    with user_errors():  # before the input is read
+        MODELS.get(model.value).check_backfill(None if backfill is None else backfill.value)
 
     request = SimulateRequest(
         input=input,

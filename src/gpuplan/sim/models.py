@@ -56,51 +56,47 @@ class OperatingModel(Generic[SettingsT]):
     ``simulate --backfill`` changes its settings (None: the option does not apply)."""
 
     name: str
-    description: str
     prepare: Callable[[Input], ModelSetup[SettingsT]]
     run: Callable[[Workload, list[Pool], SettingsT], ModelRun]
     with_backfill: Callable[[SettingsT, str], SettingsT] | None = None
 
     def setup(self, loaded: Input, backfill: str | None = None) -> ModelSetup[SettingsT]:
         """``prepare`` and, when given, the ``--backfill`` mode."""
+        self.check_backfill(backfill)
         setup = self.prepare(loaded)
-        if backfill is None:
+        if backfill is None or self.with_backfill is None:
             return setup
-        if self.with_backfill is None:
-            raise InputError(f"does not apply to the {self.name} model", field="--backfill")
         return ModelSetup(setup.pools, self.with_backfill(setup.settings, backfill))
+
+    def check_backfill(self, backfill: str | None) -> None:
+        """``--backfill`` given to a model it does not apply to is an input error (before any
+        input is read)."""
+        if backfill is not None and self.with_backfill is None:
+            takes = " and ".join(name for name in MODELS if MODELS.get(name).with_backfill is not None)
+            raise InputError(f"applies to the {takes} models, not {self.name}", field="--backfill")
 
 
 MODELS = Registry[OperatingModel[Any]]("--model")
-MODELS.register(
-    "slurm",
+for _model in (
     OperatingModel(
         "slurm",
-        "Slurm (OCI HPC Stack): partitions, QoS, multifactor priority, backfill, preemption",
         _entry("gpuplan.sim.slurm.settings:prepare"),
         _entry("gpuplan.sim.slurm.model:run_slurm"),
         _entry("gpuplan.sim.slurm.settings:with_backfill"),
     ),
-)
-MODELS.register(
-    "kubernetes",
     OperatingModel(
         "kubernetes",
-        "Kubernetes (OKE): Kueue quotas and cohorts, kube-scheduler, HPA, cluster autoscaler",
         _entry("gpuplan.sim.kubernetes.settings:prepare"),
         _entry("gpuplan.sim.kubernetes.model:run_kubernetes"),
     ),
-)
-MODELS.register(
-    "hybrid",
     OperatingModel(
         "hybrid",
-        "Slurm and Kubernetes side by side on split pools, with lending",
         _entry("gpuplan.sim.hybrid.settings:prepare"),
         _entry("gpuplan.sim.hybrid.model:run_hybrid"),
         _entry("gpuplan.sim.hybrid.settings:with_backfill"),
     ),
-)
+):
+    MODELS.register(_model.name, _model)
 
 
 def run_model(name: str, workload: Workload, pools: list[Pool], settings: Any) -> ModelRun:

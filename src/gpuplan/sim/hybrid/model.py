@@ -37,7 +37,6 @@ from gpuplan.sim.engine.core import Lending as EngineLending
 from gpuplan.sim.hybrid.settings import HybridModelSettings
 from gpuplan.sim.kubernetes.settings import KubernetesModelSettings
 from gpuplan.sim.outcome import ModelRun, PoolSchedule
-from gpuplan.sim.slurm.model import simulate_slurm
 from gpuplan.sim.slurm.partitions import Partition
 from gpuplan.workload.jobtable import Bool, Int32, JobTable, Labels
 from gpuplan.workload.services import Service
@@ -285,17 +284,7 @@ def run_hybrid(workload: Workload, pools: list[Pool], settings: HybridModelSetti
             *sides["kubernetes"], _borrowing(settings.kubernetes, kubernetes_pools, lendable, lending)
         )
         lent = _lent_nodes(kubernetes_run, pools, slurm_nodes, lendable, lending)
-        slurm_workload, slurm_pools = sides["slurm"]
-        slurm_run = simulate_slurm(
-            slurm_workload.jobs,
-            slurm_pools,
-            settings.slurm,
-            slurm_workload.services,
-            slurm_workload.team_shares,
-            lent,
-            slurm_workload.epoch_s,
-        )
-        parts = [("slurm", slurm_run), ("kubernetes", kubernetes_run)]
+        parts = [("slurm", run_slurm(*sides["slurm"], settings.slurm, lent)), ("kubernetes", kubernetes_run)]
         lending_echo |= _lending_figures(lent, pools, lending)
         parts = _count_lent_capacity(parts, lent, slurm_nodes, pools)
     echo = {

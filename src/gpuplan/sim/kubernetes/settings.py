@@ -95,13 +95,6 @@ def node_list_pools(nodes: NodeList) -> list[Pool]:
     return pools
 
 
-def scenario_pools(loaded: LoadedScenario, settings: KubernetesSettings) -> list[NodePoolSpec]:
-    """A scenario's pools as OKE node pools, with the CPU and memory its pools or shapes give."""
-    from gpuplan.inputs import scenario_pools as pools_of
-
-    return node_pool_specs(pools_of(loaded), settings)
-
-
 def pool_aliases(loaded: LoadedScenario) -> dict[str, str]:
     """Partition labels of synthesised jobs -> pool: pools by name, Slurm partitions by the pool they span."""
     aliases = {pool.name: pool.name for pool in loaded.pools}

@@ -298,13 +298,20 @@ def simulate_slurm(
     )
 
 
-def run_slurm(workload: Workload, pools: list[Pool], settings: SlurmSettings) -> ModelRun:
-    """The model contract's entry (``gpuplan.sim.models``)."""
+def run_slurm(
+    workload: Workload,
+    pools: list[Pool],
+    settings: SlurmSettings,
+    lending: dict[str, Lending] | None = None,
+) -> ModelRun:
+    """The model contract's entry (``gpuplan.sim.models``); ``lending``: the nodes of each pool
+    hybrid lends to Kubernetes over time."""
     return simulate_slurm(
         workload.jobs,
         pools,
         settings,
         workload.services,
         workload.team_shares,
-        epoch_s=workload.epoch_s,
+        lending,
+        workload.epoch_s,
     )
