@@ -38,6 +38,36 @@ DATA = ROOT / "tests" / "data"
 SHARED_TRACES = ROOT.parent / "shared" / "traces"
 
 
+# A small scenario (one H100 pool, two teams, a batch workload and a service): tests change it
+# by replacing lines
+SMALL_SCENARIO = """\
+name: small
+seed: 1
+horizon: 7d
+cluster:
+  pools:
+    - name: gpu
+      shape: BM.GPU.H100.8
+      nodes: 4
+teams:
+  - name: alpha
+    share: 2
+  - name: beta
+workloads:
+  - name: training
+    kind: batch
+    team: alpha
+    arrival: {rate: 10/day}
+    size: {"1x8": 3, "2x8": 1}
+    duration: {median: 2h, sigma: 0.5}
+  - name: chat
+    kind: service
+    team: beta
+    throughput_per_replica: 5
+    replicas: {min: 1, max: 4}
+    demand: {peak: 20, trough: 2}
+"""
+
 # -- Slurm: batch jobs on one pool of nodes --------------------------------------------------------
 
 

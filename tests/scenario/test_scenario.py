@@ -13,37 +13,11 @@ from gpuplan.errors import InputError
 from gpuplan.scenario.load import ScenarioError, load_scenario
 from gpuplan.scenario.model import Scenario
 
-from builders import EXAMPLES
+from builders import EXAMPLES, SMALL_SCENARIO
 
 EXAMPLES = sorted((EXAMPLES).glob("*.yaml"))
 
-BASE = """\
-name: small
-seed: 1
-horizon: 7d
-cluster:
-  pools:
-    - name: gpu
-      shape: BM.GPU.H100.8
-      nodes: 4
-teams:
-  - name: alpha
-    share: 2
-  - name: beta
-workloads:
-  - name: training
-    kind: batch
-    team: alpha
-    arrival: {rate: 10/day}
-    size: {"1x8": 3, "2x8": 1}
-    duration: {median: 2h, sigma: 0.5}
-  - name: chat
-    kind: service
-    team: beta
-    throughput_per_replica: 5
-    replicas: {min: 1, max: 4}
-    demand: {peak: 20, trough: 2}
-"""
+BASE = SMALL_SCENARIO
 
 
 def load(text: str, tmp_path: Path) -> object:

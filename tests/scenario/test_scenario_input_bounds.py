@@ -20,38 +20,14 @@ from gpuplan.scenario.model import Scenario
 from gpuplan.scenario.source import MAX_BYTES, MAX_DEPTH, MAX_VALUES, load_yaml
 from gpuplan.scenario.units import DURATION_PATTERN, RATE_PATTERN
 
-from builders import DATA, EXAMPLES
+from builders import DATA, EXAMPLES, SMALL_SCENARIO
 
 runner = CliRunner()
 
-BASE = """\
-name: small
-seed: 1
-horizon: 7d
-cluster:
-  pools:
-    - name: gpu
-      shape: BM.GPU.H100.8
-      nodes: 4
-teams:
-  - name: alpha
-    share: 2
-  - name: beta
-workloads:
-  - name: training
-    kind: batch
-    team: alpha
-    arrival: {rate: 10/day}
-    size: {"1x8": 3, "2x8": 1}
-    duration: {median: 2h, sigma: 0.5}
-    time_limit: {over_request: 2, round_to: 1h, max: 1d}
-  - name: chat
-    kind: service
-    team: beta
-    throughput_per_replica: 5
-    replicas: {min: 1, max: 4}
-    demand: {peak: 20, trough: 2}
-"""
+DURATION = "    duration: {median: 2h, sigma: 0.5}\n"
+BASE = SMALL_SCENARIO.replace(
+    DURATION, DURATION + "    time_limit: {over_request: 2, round_to: 1h, max: 1d}\n"
+)
 
 
 def line_of(text: str, fragment: str) -> int:
