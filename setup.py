@@ -2,6 +2,8 @@
 engine core (``sim/engine/_core``) and the Slurm pieces it calls (``sim/slurm/_core``), one file per
 kind of piece, each registering its plugins by the names Slurm users know (``plugins.h``)."""
 
+from glob import glob
+
 from setuptools import Extension, setup
 
 CORE = "src/gpuplan/sim/engine/_core"
@@ -19,11 +21,7 @@ setup(
                 *(f"{SLURM}/{piece}.c" for piece in PIECES),
             ],
             include_dirs=[CORE, SLURM],
-            depends=[
-                f"{CORE}/engine.h",
-                f"{CORE}/pieces.h",
-                *(f"{SLURM}/{header}.h" for header in ("plugins", "backfill_map", "preempt", "qos", "reservations")),
-            ],
+            depends=sorted(glob(f"{CORE}/*.h") + glob(f"{SLURM}/*.h")),
             extra_compile_args=["-O2"],
         )
     ]

@@ -10,7 +10,7 @@ jobs naming an unknown QoS get it. ``Preempt``, ``PreemptMode`` and ``GraceTime`
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import numpy.typing as npt
@@ -51,9 +51,7 @@ class LimitInputs:
     grp_gpus: Int64
 
     def take(self, rows: npt.NDArray[np.int64]) -> LimitInputs:
-        return LimitInputs(
-            self.group[rows], self.group_qos, self.max_gpus_per_user, self.max_jobs_per_user, self.grp_gpus
-        )
+        return replace(self, group=self.group[rows])
 
     def for_engine(self) -> dict[str, object]:
         """The settings ``_core/qos.c`` reads, by name."""

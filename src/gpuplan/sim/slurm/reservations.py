@@ -12,7 +12,7 @@ besides the others. Reservations on one node must not overlap.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import numpy.typing as npt
@@ -47,15 +47,7 @@ class ReservationInputs:
     bounds: Float64
 
     def take(self, rows: npt.NDArray[np.int64]) -> ReservationInputs:
-        return ReservationInputs(
-            self.start,
-            self.end,
-            self.accounts,
-            self.job_account[rows],
-            self.node_offsets,
-            self.node_windows,
-            self.bounds,
-        )
+        return replace(self, job_account=self.job_account[rows])
 
     def for_engine(self) -> dict[str, object]:
         """The settings ``_core/reservations.c`` reads, by name."""

@@ -270,7 +270,6 @@ static void push_range(Sim *sim, int64_t job_first, int32_t first, int32_t count
     sim->ranges_len++;
 }
 
-/* Set a node's free GPUs, keeping the level bitmaps and counts. */
 /* Move a node's bits and counts from level `old` to level `free` (what schedulers may use). */
 static void node_levels(Sim *sim, int32_t node, int32_t old, int32_t free) {
     int32_t w = node >> 6;

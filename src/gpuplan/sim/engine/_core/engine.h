@@ -91,14 +91,11 @@ typedef struct {
 
 #define GP_MAX_PIECES 12
 
-/* The Slurm pieces' states (sim/slurm/_core): opaque to the core, which only hands them to their
- * operations; the pieces reach one another through these. NULL when the piece is off. */
-struct GpPriority;
+/* The states of the Slurm pieces that other pieces read (sim/slurm/_core): opaque to the core,
+ * which only hands them to their operations. NULL when the piece is off. */
 struct GpQos;
 struct GpPreempt;
 struct GpReservations;
-struct GpLending;
-struct GpTopology;
 
 struct Sim {
     /* Jobs, indexed in queue order. Times in seconds. */
@@ -209,12 +206,9 @@ struct Sim {
     void *hold_state;
     GpPiece pieces[GP_MAX_PIECES]; /* hooks, called in this order */
     int32_t n_pieces;
-    struct GpPriority *priority;
     struct GpQos *qos;
     struct GpPreempt *preempt;
     struct GpReservations *reservations;
-    struct GpLending *lending;
-    struct GpTopology *topology;
 
     int out_of_memory;
     int policy_error; /* a pass started a job that did not fit */

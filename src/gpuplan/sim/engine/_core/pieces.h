@@ -51,7 +51,6 @@ int gp_read_object(GpSettings *s, const char *key, int optional, PyObject **out)
  */
 int gp_read_array(GpSettings *s, const char *key, Py_ssize_t itemsize, Py_ssize_t count, int writable,
                   int optional, void **out, Py_ssize_t *items);
-#define GP_PER_JOB(s) ((s)->n_jobs)
 /* After a piece's setup: every key was read. */
 int gp_settings_done(GpSettings *s);
 

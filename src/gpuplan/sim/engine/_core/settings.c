@@ -91,7 +91,7 @@ int gp_settings_done(GpSettings *s) {
     Py_ssize_t size = PyMapping_Size(s->mapping);
     if (size < 0) return -1;
     if (size == s->read) return 0;
-    /* name the first key no one read */
+    /* list the keys: some of them no piece reads */
     PyObject *keys = PyMapping_Keys(s->mapping);
     if (!keys) return -1;
     PyErr_Format(PyExc_ValueError, "%s: unknown settings among %R", s->piece, keys);

@@ -109,7 +109,6 @@ static int lending_setup(Sim *sim, GpSettings *s) {
     l->drain_time = time;
     l->drain_delta = delta;
     l->drain_grace_s = grace;
-    sim->lending = l;
     if (count) sim->whole_nodes = 0; /* nodes are no longer interchangeable */
     return 0;
 }

@@ -151,7 +151,7 @@ static void priority_started(Sim *sim, void *state, int32_t job, double now) {
 static void priority_ended(Sim *sim, void *state, int32_t job) {
     struct GpPriority *p = state;
     int32_t account = p->account[job];
-    p->acct_running_gpus[account] += -1 * p->usage_gpus[job];
+    p->acct_running_gpus[account] -= p->usage_gpus[job];
     if (p->tick_usage_only) { /* its use since the last tick was accrued: drop it */
         double began = sim->attempt_start ? sim->attempt_start[job] : sim->start[job];
         p->acct_usage[account] -= p->usage_gpus[job] * (sim->now - fmax(began, p->last_recalc));
@@ -258,7 +258,6 @@ static int multifactor_setup(Sim *sim, GpSettings *s) {
         return -1;
     }
     for (size_t k = 0; k < a; k++) state->fs_factor[k] = 1.0; /* no usage yet */
-    sim->priority = state;
     return 0;
 }
 

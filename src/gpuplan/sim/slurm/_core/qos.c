@@ -36,12 +36,12 @@ static const GpHooks QOS_HOOKS = {.job_started = qos_started, .job_ended = qos_e
 static int qos_setup(Sim *sim, GpSettings *s) {
     void *group, *group_qos, *max_gpus, *max_jobs, *grp, *held;
     Py_ssize_t groups, qos;
-    if (gp_read_array(s, "group", 4, GP_PER_JOB(s), 0, 0, &group, NULL) < 0 ||
+    if (gp_read_array(s, "group", 4, s->n_jobs, 0, 0, &group, NULL) < 0 ||
         gp_read_array(s, "group_qos", 4, -1, 0, 0, &group_qos, &groups) < 0 ||
         gp_read_array(s, "max_gpus_per_user", 8, -1, 0, 0, &max_gpus, &qos) < 0 ||
         gp_read_array(s, "max_jobs_per_user", 8, qos, 0, 0, &max_jobs, NULL) < 0 ||
         gp_read_array(s, "grp_gpus", 8, qos, 0, 0, &grp, NULL) < 0 ||
-        gp_read_array(s, "held_reason", 1, GP_PER_JOB(s), 1, 0, &held, NULL) < 0)
+        gp_read_array(s, "held_reason", 1, s->n_jobs, 1, 0, &held, NULL) < 0)
         return -1;
     if (qos < 1) {
         PyErr_SetString(PyExc_ValueError, "qos: at least one QoS");

@@ -9,6 +9,13 @@
 #include "plugins.h"
 #include "reservations.h"
 
+/* Is window `w` one `job` may not use? (the job's account, -1 when it has none a mask can hold, is
+ * not among the window's) */
+static inline int held_against(const struct GpReservations *r, int32_t w, int32_t job) {
+    int32_t account = r->job_account[job];
+    return account < 0 || account > 63 || !((r->win_accounts[w] >> account) & 1);
+}
+
 /* Is `node` held, during the job's run [now, until), by a reservation the job may not use?
  * Windows over by `now` are never looked at again. */
 static int window_blocks(Sim *sim, void *state, int32_t node, int32_t job, double now, double until) {
@@ -23,8 +30,7 @@ static int window_blocks(Sim *sim, void *state, int32_t node, int32_t job, doubl
     for (; k < last; k++) {
         int32_t w = r->node_win_ids[k];
         if (r->win_start[w] >= until) break;
-        int32_t account = r->job_account[job];
-        if (account < 0 || account > 63 || !((r->win_accounts[w] >> account) & 1)) return 1;
+        if (held_against(r, w, job)) return 1;
     }
     return 0;
 }
@@ -37,8 +43,7 @@ int gp_window_blocks_at(const Sim *sim, int32_t node, int32_t job, double from, 
         int32_t w = r->node_win_ids[k];
         if (r->win_start[w] >= until) break;
         if (r->win_end[w] <= from) continue;
-        int32_t account = r->job_account[job];
-        if (account < 0 || account > 63 || !((r->win_accounts[w] >> account) & 1)) return 1;
+        if (held_against(r, w, job)) return 1;
     }
     return 0;
 }
@@ -79,7 +84,7 @@ static int reservations_setup(Sim *sim, GpSettings *s) {
     if (gp_read_array(s, "start", 8, -1, 0, 0, &start, &windows) < 0 ||
         gp_read_array(s, "end", 8, windows, 0, 0, &end, NULL) < 0 ||
         gp_read_array(s, "accounts", 8, -1, 0, 0, &mask, &accounts) < 0 ||
-        gp_read_array(s, "job_account", 4, GP_PER_JOB(s), 0, 0, &job_account, NULL) < 0 ||
+        gp_read_array(s, "job_account", 4, s->n_jobs, 0, 0, &job_account, NULL) < 0 ||
         gp_read_array(s, "node_offsets", 8, nodes + 1, 0, 0, &offsets, NULL) < 0 ||
         gp_read_array(s, "node_windows", 4, -1, 0, 0, &ids, &listed) < 0 ||
         gp_read_array(s, "bounds", 8, -1, 0, 0, &win_bounds, &bounds) < 0)
@@ -96,7 +101,6 @@ static int reservations_setup(Sim *sim, GpSettings *s) {
         return -1;
     }
     if (!windows) return 0; /* nothing held: the piece stays off */
-    r.n_windows = (int32_t)windows;
     r.win_start = start;
     r.win_end = end;
     r.win_accounts = mask;

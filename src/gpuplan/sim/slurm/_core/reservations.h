@@ -11,7 +11,6 @@
  * node_win_ids[node_win_offsets[n] .. [n + 1]]) and do not overlap.
  */
 struct GpReservations {
-    int32_t n_windows;
     const double *win_start, *win_end;
     const uint64_t *win_accounts;
     const int32_t *job_account; /* per job; -1: in no reservation */

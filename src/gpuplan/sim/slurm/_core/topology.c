@@ -96,7 +96,6 @@ static int topology_setup(Sim *sim, GpSettings *settings) {
         PyErr_NoMemory();
         return -1;
     }
-    sim->topology = topo;
     sim->place = &BY_BLOCK;
     sim->place_state = topo;
     sim->place_require = require;
