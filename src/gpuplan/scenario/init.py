@@ -26,6 +26,8 @@ from gpuplan.scenario.source import Located, load_yaml
 from gpuplan.scenario.units import format_number, parse_duration
 
 LEVELS = ("unknown", "none", "low", "medium", "high")
+SHAPE_KEYS = ("training_shape", "inference_shape")  # answers naming an OCI shape of the catalogue
+DURATION_KEYS = ("horizon", "p95_wait")  # answers written as a duration ("14d")
 # Jobs a day of one kind: 100,000 a day is over a million a fortnight, far past any GPU cluster's.
 MAX_JOBS_PER_DAY = 100_000.0
 
@@ -62,7 +64,7 @@ class Answers(BaseModel):
     p95_wait: str = "none"
     slo_attainment: float = Field(0.99, gt=0, le=1)
 
-    @field_validator("training_shape", "inference_shape")
+    @field_validator(*SHAPE_KEYS)
     @classmethod
     def _shape(cls, value: str) -> str:
         try:
@@ -71,7 +73,7 @@ class Answers(BaseModel):
             raise ValueError(exc.message) from None
         return value
 
-    @field_validator("horizon", "p95_wait")
+    @field_validator(*DURATION_KEYS)
     @classmethod
     def _duration(cls, value: str) -> str:
         if value == "none":
@@ -176,9 +178,9 @@ _CONDITIONS: dict[Callable[[Mapping[str, Any]], bool], str] = {
 def _allowed(key: str) -> str:
     """The answers a question accepts, from its field in Answers."""
     info = Answers.model_fields[key]
-    if key in ("training_shape", "inference_shape"):
+    if key in SHAPE_KEYS:
         return "an OCI GPU shape of the catalogue (src/gpuplan/scenario/data/oci_shapes.yaml)"
-    if key in ("horizon", "p95_wait"):
+    if key in DURATION_KEYS:
         extra = " or `none`" if key == "p95_wait" else ""
         return f"a duration with its unit: `90s`, `30m`, `6h`, `14d`, `2w`{extra}"
     choices = typing.get_args(info.annotation)
@@ -198,9 +200,9 @@ def _allowed(key: str) -> str:
 
 def _kind(key: str) -> str:
     annotation = Answers.model_fields[key].annotation
-    if key in ("horizon", "p95_wait"):
+    if key in DURATION_KEYS:
         return "duration"
-    if key in ("training_shape", "inference_shape"):
+    if key in SHAPE_KEYS:
         return "OCI shape"
     if typing.get_args(annotation):
         return "choice"

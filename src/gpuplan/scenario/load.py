@@ -184,21 +184,24 @@ def expected_arrivals(arrival: Arrival, horizon_s: float) -> float:
     return total
 
 
+def _warning(located: Located, loc: Loc, message: str, field: str | None = None) -> str:
+    """A warning's text, naming its place as an InputError does (``file:line: field: message``); the
+    field is ``loc``'s unless ``field`` is given."""
+    return str(
+        InputError(message, path=located.path, line=located.line_of(loc), field=field or field_path(loc))
+    )
+
+
 def _volume(scenario: Scenario, located: Located, problems: list[Problem], warnings: list[str]) -> None:
     """Warn when the scenario would synthesise millions of jobs or span more than a year; refuse it when
     no simulation of it could hold its jobs in memory."""
-    path = located.path
     if scenario.horizon > YEAR_S:
-        loc: Loc = ("horizon",)
         warnings.append(
-            str(
-                InputError(
-                    f"{format_duration(scenario.horizon)} runs past a year: simulations will be slow "
-                    "and memory-hungry",
-                    path=path,
-                    line=located.line_of(loc),
-                    field="horizon",
-                )
+            _warning(
+                located,
+                ("horizon",),
+                f"{format_duration(scenario.horizon)} runs past a year: simulations will be slow "
+                "and memory-hungry",
             )
         )
     batch = [
@@ -210,8 +213,7 @@ def _volume(scenario: Scenario, located: Located, problems: list[Problem], warni
         return
     jobs = sum(count for _, _, count in batch)
     index, largest, _ = max(batch, key=lambda item: item[2])
-    loc = ("workloads", index, "arrival", "rate")
-    line = located.line_of(loc)
+    loc: Loc = ("workloads", index, "arrival", "rate")
     bursts = " with its bursts" if largest.arrival.bursts else ""
     figure = (
         f"about {jobs:,.0f} jobs would be synthesised (workloads[{index}] {largest.name}: "
@@ -219,18 +221,15 @@ def _volume(scenario: Scenario, located: Located, problems: list[Problem], warni
     )
     if jobs > MAX_JOBS:
         problems.append(
-            Problem(line, "workloads", f"{figure}: more than {MAX_JOBS:,} cannot be simulated in memory")
+            Problem(
+                located.line_of(loc),
+                "workloads",
+                f"{figure}: more than {MAX_JOBS:,} cannot be simulated in memory",
+            )
         )
     elif jobs > WARN_JOBS:
         warnings.append(
-            str(
-                InputError(
-                    f"{figure}: simulations will be slow and memory-hungry",
-                    path=path,
-                    line=line,
-                    field="workloads",
-                )
-            )
+            _warning(located, loc, f"{figure}: simulations will be slow and memory-hungry", "workloads")
         )
 
 
@@ -277,9 +276,7 @@ def _check_references(
         problems.append(Problem(located.line_of(loc), field_path(loc), message))
 
     def warning(loc: Loc, message: str) -> None:
-        warnings.append(
-            str(InputError(message, path=located.path, line=located.line_of(loc), field=field_path(loc)))
-        )
+        warnings.append(_warning(located, loc, message))
 
     def known(loc: Loc, name: str, names: list[str], what: str) -> bool:
         if name in names:

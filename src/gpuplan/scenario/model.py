@@ -17,7 +17,7 @@ from pydantic import Discriminator, Field, Tag, model_validator
 from pydantic_core import PydanticCustomError
 
 from gpuplan.scenario.hybrid import HybridSettings
-from gpuplan.scenario.kubernetes import KubernetesSettings
+from gpuplan.scenario.kubernetes import MAX_REPLICAS, KubernetesSettings
 from gpuplan.scenario.section import Section
 from gpuplan.scenario.units import (
     MAX_DURATION_S,
@@ -46,7 +46,6 @@ MAX_FACTOR = 1000.0  # rate multipliers, ratios: peak_to_trough, burst factor, o
 MAX_SIGMA = 10.0  # of a log: e^10 is a factor of 22,000 at one sigma
 MAX_REQUESTS_PER_S = 1e9
 MAX_GPUS = 10_000_000  # GPU counts of limits and quotas
-MAX_REPLICAS = 100_000  # of one Deployment: Kubernetes' scalability limit is 150,000 pods a cluster
 UINT32_MAX = 4_294_967_295  # Slurm's priority weights and QOS priority are 32-bit unsigned
 
 

@@ -274,7 +274,7 @@ def _plain(value: Any, loc: Loc, line: int, lines: dict[Loc, int], path: Path) -
         result: dict[Any, Any] = {}
         for key, item in value.items():  # with the keys merged in
             key_line = _key_line(value, key)
-            if isinstance(key, CommentedMap | CommentedSeq) or not isinstance(key, str | int | float):
+            if not isinstance(key, str | int | float):  # a mapping, a sequence, null, a date
                 raise InputError("a mapping key must be a plain value", path=path, line=key_line)
             key = _scalar(key, key_line, path)
             child: Loc = (*loc, str(key))

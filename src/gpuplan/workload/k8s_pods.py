@@ -354,9 +354,7 @@ class _Document:
         return line
 
     def _syntax(self, message: str, offset: int) -> InputError:
-        return InputError(
-            f"not valid JSON: {message}", path=self.path, line=self.text.count("\n", 0, offset) + 1
-        )
+        return InputError(f"not valid JSON: {message}", path=self.path, line=self.line(offset))
 
     def _skip(self, offset: int) -> int:
         match = _JSON_SPACE.match(self.text, offset)

@@ -73,12 +73,6 @@ def _sacct_names(first: str) -> list[str]:
     return names if len(names) > 1 else []
 
 
-def is_sacct(path: Path) -> bool:
-    """Whether the first line of ``path`` (or of ``path.gz``) is a sacct --parsable header: names
-    separated by ``|``, one of them JobID. InputError (naming the line) when it cannot be read."""
-    return "jobid" in {name.lower() for name in _sacct_names(_first_line(path))}
-
-
 def detect_format(path: Path) -> str:
     """The format of ``path``: from its name (SWF, kubectl JSON), from a sacct header (whatever the
     name), or from its header's columns (CSV traces). InputError at line 1 when none tells it."""

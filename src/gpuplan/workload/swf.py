@@ -230,11 +230,10 @@ def read_swf(path: Path | str, *, gpus_per_node: int = 1, skip_bad_lines: bool =
     if gpus_per_node < 1:
         raise InputError("must be at least 1", field="--gpus-per-node")
     lines = _open_text(path)
+    first_data = next((i for i, line in enumerate(lines) if _is_data(line)), len(lines))
     header: dict[str, str] = {}
     header_lines: dict[str, int] = {}  # the line of each header field, for its errors
-    for number, line in enumerate(lines, start=1):
-        if _is_data(line):
-            break
+    for number, line in enumerate(lines[:first_data], start=1):
         match = _HEADER.match(line)
         if match:
             header[match.group(1)] = match.group(2)
@@ -248,7 +247,6 @@ def read_swf(path: Path | str, *, gpus_per_node: int = 1, skip_bad_lines: bool =
     epoch_s = _header_epoch(header, header_lines, path)
 
     bad_lines = 0
-    first_data = next((i for i, line in enumerate(lines) if _is_data(line)), len(lines))
     try:
         if first_data == len(lines):
             raise ValueError("no data lines")
