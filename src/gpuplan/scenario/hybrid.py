@@ -13,6 +13,10 @@ from gpuplan.scenario.units import MAX_SIZE_NODES, Duration
 Side = Literal["slurm", "kubernetes"]
 
 
+# the routing defaults: these kinds of work go to Kubernetes, every other job to Slurm
+KUBERNETES_KINDS = ("service", "pipeline")
+
+
 class RoutingRule(Section):
     """Work matching every given field goes to ``to``; the first matching rule wins."""
 
@@ -71,4 +75,4 @@ class HybridSettings(Section):
         for rule in self.routing:
             if rule.matches(kind, team, workload, multi_node):
                 return rule.to, True
-        return ("kubernetes" if kind in ("service", "pipeline") else "slurm"), False
+        return ("kubernetes" if kind in KUBERNETES_KINDS else "slurm"), False

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from gpuplan.errors import InputError
-from gpuplan.scenario.hybrid import HybridSettings, Lending, RoutingRule
+from gpuplan.scenario.hybrid import KUBERNETES_KINDS, HybridSettings, Lending, RoutingRule
 from gpuplan.scenario.kubernetes import NodePool
 from gpuplan.sim.cluster import Pool
 from gpuplan.sim.engine.core import Lending as EngineLending
@@ -76,7 +76,7 @@ def route_jobs(jobs: JobTable, rules: list[RoutingRule]) -> tuple[Bool, Bool]:
             match &= multi_node == rule.multi_node
         to_kubernetes[match] = rule.to == "kubernetes"
         decided |= match
-    to_kubernetes[~decided] = np.isin(kind[~decided], ["pipeline", "service"])
+    to_kubernetes[~decided] = np.isin(kind[~decided], KUBERNETES_KINDS)
     return to_kubernetes, decided
 
 
