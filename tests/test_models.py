@@ -10,6 +10,7 @@ import pytest
 
 from gpuplan.errors import InputError
 from gpuplan.inputs import load_input
+from gpuplan.results.files import timeline_table
 from gpuplan.sim.cluster import Pool
 from gpuplan.sim.hybrid.settings import HybridModelSettings
 from gpuplan.sim.kubernetes.settings import KubernetesModelSettings
@@ -49,6 +50,16 @@ def test_sizing_varies_the_pools_in_memory(name: str) -> None:
     """Sizing changes the pools and runs again: half the nodes, the second pair waits a run."""
     small = run_model(name, queue_of_four(), [Pool("gpu", 2, 8)], DEFAULTS[name])
     assert sorted(small.start_s.tolist()) == [0.0, 0.0, 100.0, 100.0]
+
+
+@pytest.mark.parametrize("name", list(MODELS))
+def test_every_model_means_the_same_by_busy_and_queued(name: str) -> None:
+    """timeline.parquet is the same in every model for the same schedule: busy GPUs are those of
+    running jobs, queued jobs those submitted and not started."""
+    table = timeline_table(run_model(name, queue_of_four(), [Pool("gpu", 2, 8)], DEFAULTS[name]))
+    assert table.column("time_s").to_pylist() == [0.0, 100.0, 200.0]
+    assert table.column("busy_gpus").to_pylist() == [16, 16, 0]
+    assert table.column("queued_jobs").to_pylist() == [2, 0, 0]
 
 
 def test_an_unknown_model_names_the_known_ones() -> None:

@@ -293,3 +293,60 @@ def test_default_flavor_has_no_node_labels() -> None:
     outcome = jobs.simulate(pools, kubernetes_settings(kueue={"clusterQueues": [pinned]}))
     assert outcome.start_s.tolist() == [0.0, 1000.0]
     assert outcome.extra["kubernetes"]["kueue"]["quota_fit_but_fragmented"] == 1
+
+
+# -- why a job waited: Kueue's QuotaReserved=False reasons, kept when it ran (sacct's Reason) ------------
+
+
+def test_a_job_held_for_quota_keeps_the_reason_when_it_runs() -> None:
+    # Nominal 8, no cohort: the second 8-GPU job waits for the first's quota (Kueue's WaitingForQuota,
+    # as Slurm keeps QOSGrpGRES for a job a GrpTRES limit held); the first was admitted when tried.
+    outcome = run(pods().job(team="a").job(team="a"), [queue("a", 8, cohort=None)])
+    assert outcome.start_s.tolist() == [0.0, 1000.0]
+    assert outcome.reason is not None and outcome.reason.values() == ["", "WaitingForQuota"]
+
+
+@pytest.mark.parametrize("strategy", ["StrictFIFO", "BestEffortFIFO"])
+def test_a_job_behind_a_strict_fifo_head_is_not_waiting_for_quota(strategy: str) -> None:
+    # The StrictFIFO case above: the 4-GPU job fits the quota left but waits behind the head until
+    # 1000 s. Kueue never tried it (PendingEvaluation, Slurm's Priority): no reason is kept. The head
+    # waited for quota under both strategies.
+    jobs = pods().job(team="a").job(team="a", at=5.0).job(team="a", gpus=4, at=10.0)
+    outcome = run(jobs, [queue("a", 12, cohort=None, queueingStrategy=strategy)])
+    assert outcome.reason is not None and outcome.reason.values() == ["", "WaitingForQuota", ""]
+
+
+@pytest.mark.parametrize(
+    ("strategy", "last"), [("StrictFIFO", "PendingEvaluation"), ("BestEffortFIFO", "WaitingForQuota")]
+)
+def test_what_holds_each_job_when_the_cluster_deadlocks(strategy: str, last: str) -> None:
+    # Nominal 32 on 2 nodes, no waitForPodsReady: two 2x8 jobs created together are both admitted and
+    # each binds one pod (the gang deadlock): kube-scheduler's Unschedulable. The quota is spent, so
+    # the 8-GPU job after them waits for quota, and the 1-GPU job behind it is never tried when the
+    # queue is StrictFIFO; best effort tries it and finds no quota either.
+    gangs = pods().job(team="a", pods=2).job(team="a", pods=2)
+    jobs = gangs.job(team="a", at=1.0).job(team="a", gpus=1, at=2.0)
+    outcome = run(jobs, [queue("a", 32, cohort=None, queueingStrategy=strategy)])
+    assert outcome.extra["kubernetes"]["gang"]["deadlocked"]
+    assert (outcome.state == UNFINISHED).all()
+    assert outcome.reason is not None
+    assert outcome.reason.values() == ["Unschedulable", "Unschedulable", "WaitingForQuota", last]
+
+
+@pytest.mark.parametrize("block", [True, False], ids=["blockAdmission", "no block"])
+def test_block_admission_holds_a_job_that_fits_until_the_admitted_pods_are_ready(block: bool) -> None:
+    # 2 nodes: a 4-GPU job on one until 500 s; a 2x6 job binds one pod and waits for room for the
+    # other until 500 s. A 2-GPU job (quota and a node would take it) is held by blockAdmission
+    # until the 2x6 job's pods are ready at 500 s: Kueue's WaitingForPodsReady. Without the block it
+    # is admitted and runs at once.
+    jobs = (
+        pods()
+        .job(team="a", gpus=4, run=500.0)
+        .job(team="a", pods=2, gpus=6, at=1.0)
+        .job(team="a", gpus=2, at=2.0)
+    )
+    wait = {"enable": True, "timeout": "1h", "blockAdmission": block}
+    outcome = run(jobs, [queue("a", 64, cohort=None)], waitForPodsReady=wait)
+    assert outcome.start_s.tolist() == [0.0, 500.0, 500.0 if block else 2.0]
+    assert outcome.reason is not None
+    assert outcome.reason.values() == ["", "", "WaitingForPodsReady" if block else ""]

@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 from gpuplan.inputs import load_input, scenario_pools
+from gpuplan.results.files import timeline_table
 from gpuplan.scenario.kubernetes import KubernetesSettings
 from gpuplan.scenario.load import load_scenario
 from gpuplan.sim.kubernetes.cluster import UNKNOWN, Nodes
@@ -272,3 +273,14 @@ def test_pods_that_never_fit_a_grown_pool_end_the_run() -> None:
     assert outcome.extra["kubernetes"]["gang"]["deadlocked"]
     assert outcome.extra["kubernetes"]["node_pools"]["h100"]["nodes_added"] == 1
     assert reasons(outcome) == ["Unschedulable", "Unschedulable"]
+
+
+def test_gpus_a_deadlocked_gang_holds_are_not_busy() -> None:
+    # The two deadlocked jobs above hold all 16 GPUs and run nothing: the timeline's busy GPUs (as in
+    # Slurm's, those of running jobs) stay 0; the GPUs held idle are the gang figure's.
+    jobs = pods(run=100.0).job(pods=2, gpus=8).job(pods=2, gpus=8)
+    outcome = jobs.simulate([node_pool(2)], kubernetes_settings(kueue={"enable": False}))
+    timeline = timeline_table(outcome)
+    assert timeline.column("busy_gpus").to_pylist() == [0]
+    assert timeline.column("queued_jobs").to_pylist() == [2]
+    assert outcome.extra["kubernetes"]["gang"]["gpus_held_idle_at_end"] == 16.0

@@ -81,8 +81,10 @@ class ModelRun:
     lost_gpu_s: Float64  # GPU-seconds of each job's work lost to preemption (redone or never finished)
     job_gpus: Float64 | None = None  # GPUs each job occupies when not nodes x gpus_per_node (GPU shares)
     extra: dict[str, Any] = field(default_factory=dict)  # model-specific figures, merged into the summary
-    # Why each job was refused, or the last limit that held it pending, in the scheduler's words
-    # (Slurm: PartitionTimeLimit, QOSMaxGRESPerUser, ...); "" for none.
+    # Why each job was refused, else the last limit that held it pending other than waiting its turn
+    # or for free nodes (kept when it ran, as sacct's Reason), else what held it at the end if it never
+    # started; in the scheduler's words (Slurm: PartitionTimeLimit, QOSMaxGRESPerUser, ...; Kueue:
+    # WaitingForQuota, ...); "" for none. The same meaning in every model.
     reason: Labels | None = None
 
     def __post_init__(self) -> None:

@@ -18,11 +18,21 @@ https://kueue.sigs.k8s.io/docs/concepts/preemption/ ("Classic Preemption" and "F
 from __future__ import annotations
 
 import heapq
+import math
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from enum import IntEnum
 
 from gpuplan.sim.kubernetes.quota import QuotaTree
+
+# Why a workload is pending: Kueue's QuotaReserved=False reasons (apis/kueue/v1beta2/workload_types.go,
+# set by pkg/scheduler/scheduler.go: schedule and waitForPodsReadyIfNeeded). WaitingForQuota: tried and
+# its ClusterQueue (with what it may borrow) lacks unused quota; WaitingForPodsReady:
+# waitForPodsReady.blockAdmission holds admission until the admitted workloads' pods are ready;
+# PendingEvaluation: not tried yet (behind a StrictFIFO head).
+WAITING_FOR_QUOTA = "WaitingForQuota"
+WAITING_FOR_PODS_READY = "WaitingForPodsReady"
+PENDING_EVALUATION = "PendingEvaluation"
 
 
 class Mode(IntEnum):
@@ -61,6 +71,22 @@ class Decision:
     flavor: int
     mode: Mode
     victims: tuple[int, ...] = ()
+
+
+@dataclass
+class _Marks:
+    """When something held pending workloads: the last time, and the one before that instant (a
+    workload admitted at ``now`` was held only by what held it before ``now``)."""
+
+    last: float = -math.inf
+    before: float = -math.inf
+
+    def mark(self, now: float) -> None:
+        if self.last < now:
+            self.before, self.last = self.last, now
+
+    def latest_before(self, until: float) -> float:
+        return self.last if self.last < until else self.before
 
 
 @dataclass
@@ -110,6 +136,12 @@ class Kueue:
         self.pushes = 0
         self.settled: tuple[int, int] | None = None  # (pushes, quota changes) when nothing could be admitted
         self.peak_borrowed = [0.0] * len(policies)
+        # when a workload was tried and lacked quota: per (ClusterQueue, request) for BestEffortFIFO,
+        # as Kueue gives every equivalent workload the head's reason (SchedulingEquivalenceHashing,
+        # pkg/cache/queue/cluster_queue.go: requeueIfNotPresent); per workload for a StrictFIFO head
+        self.no_quota: dict[tuple[int, float] | int, _Marks] = {}
+        self.blocked_marks = _Marks()  # when blockAdmission held workloads pending
+        self.now = 0.0
 
     # -- queue manager ---------------------------------------------------------------------------
 
@@ -123,6 +155,25 @@ class Kueue:
 
     def pending(self) -> int:
         return sum(q.pending() for q in self.queues)
+
+    def held_reason(self, job: int, since: float, until: float = math.inf) -> str:
+        """Why ``job``, pending from ``since``, was held before ``until``: WAITING_FOR_QUOTA if it was
+        tried and lacked quota; else WAITING_FOR_PODS_READY if blockAdmission held admission (Kueue
+        gives that reason to a workload that fits but must wait); "" when nothing did (it was admitted
+        when first tried, or never tried)."""
+        queue = self.queue_of[job]
+        key = job if self.queues[queue].policy.strict_fifo else (queue, self.request[job])
+        marks = self.no_quota.get(key)
+        if marks is not None and marks.latest_before(until) >= since:
+            return WAITING_FOR_QUOTA
+        return WAITING_FOR_PODS_READY if self.blocked_marks.latest_before(until) >= since else ""
+
+    def _no_fit(self, job: int, queue: int) -> None:
+        key = job if self.queues[queue].policy.strict_fifo else (queue, self.request[job])
+        marks = self.no_quota.get(key)
+        if marks is None:
+            marks = self.no_quota[key] = _Marks()
+        marks.mark(self.now)
 
     def release(self, job: int) -> None:
         """A workload finished or was evicted: its quota goes back."""
@@ -324,6 +375,8 @@ class Kueue:
         heads = sorted((heap[0], size) for size, heap in q.classes.items() if heap)
         for (_, _, job), _size in heads:
             decision = self._assign(job, queue)
+            if decision.mode == Mode.NO_FIT:
+                self._no_fit(job, queue)
             if decision.mode != Mode.NO_FIT or q.policy.strict_fifo:
                 return decision if decision.mode != Mode.NO_FIT else None
         return None
@@ -341,6 +394,7 @@ class Kueue:
         Returns the number admitted."""
         admitted = 0
         tree = self.tree
+        self.now = now
         if self.settled == (self.pushes, tree.changes):
             return 0  # nothing was queued and no quota changed since nothing fitted
         while not blocked():
@@ -373,6 +427,8 @@ class Kueue:
             progressed = False
             for _, first in entries:
                 decision = self._assign(first.job, first.queue)  # quota may have changed this cycle
+                if decision.mode == Mode.NO_FIT:
+                    self._no_fit(first.job, first.queue)
                 if decision.mode == Mode.NO_FIT or (decision.mode == Mode.PREEMPT and progressed):
                     continue  # retried in the next cycle
                 for victim in decision.victims:
@@ -391,6 +447,8 @@ class Kueue:
                 break
         if not blocked():
             self.settled = (self.pushes, tree.changes)
+        elif self.pending():
+            self.blocked_marks.mark(now)  # the workloads left pending wait for the admitted ones' pods
         return admitted
 
     def _admit(self, decision: Decision, now: float) -> None:

@@ -11,7 +11,9 @@ not fit, (4) repeats (2)-(3) while a preemption freed room, then (5) starts ever
 all bound and records the timeline.
 
 A job makes progress only while all its pods are bound (a distributed job waits for every worker);
-GPUs held by a partly placed job are *idle but held*. Without Kueue nothing stops two jobs from each
+GPUs held by a partly placed job are *idle but held*: the timeline's busy GPUs are those of running
+jobs and bound service replicas, as in every model, and the idle-held GPU-hours are a figure of their
+own (``gang.idle_held_gpu_hours``). Without Kueue nothing stops two jobs from each
 holding part of what both need: the gang deadlock of kubeflow/trainer and mpi-operator users. A job
 evicted (preempted, or timed out by waitForPodsReady) loses its work since its last checkpoint (all
 of it without a checkpoint interval) and is queued again. Kubernetes Jobs have no time limit unless
@@ -34,7 +36,7 @@ from gpuplan.sim.cluster import Pool
 from gpuplan.sim.engine.core import Timeline
 from gpuplan.sim.kubernetes.autoscaler import scale_down_candidates, scale_up
 from gpuplan.sim.kubernetes.cluster import MILLI, UNKNOWN, NodePoolSpec, Nodes
-from gpuplan.sim.kubernetes.kueue import Decision, Kueue
+from gpuplan.sim.kubernetes.kueue import PENDING_EVALUATION, Decision, Kueue
 from gpuplan.sim.kubernetes.placement import PoolPlacement
 from gpuplan.sim.kubernetes.preemption import PodIndex, choose_victims
 from gpuplan.sim.kubernetes.scheduler import PodRequest, Scoring, select_node
@@ -76,17 +78,21 @@ PodKey = tuple[int, float, int, int, int]
 # requeuingStrategy.backoffLimitCount is unset (Kueue's default: requeue forever)
 UNBOUNDED_REQUEUES = 1000
 
-# Why a job did not run, in the schedulers' words (ModelRun.reason, jobs.parquet "reason"):
+# Each job's reason (ModelRun.reason, jobs.parquet "reason"), in the schedulers' words, with the
+# meaning Slurm's has (sacct's Reason: the last reason a job was held for something other than waiting
+# its turn or for free nodes, kept when it ran):
 # - rejected at submit, as it can never run (setup.refusals: kube-scheduler's "Insufficient ...",
 #   Kueue's NoMatchingFlavor and ExceedsMaxQuota);
 # - rejected when Kueue deactivates it past requeuingStrategy.backoffLimitCount:
 #   RequeuingLimitExceeded (pkg/controller/core/workload_controller.go, triggerDeactivation);
-# - unfinished, with the last thing that held it at the end: PodsReadyTimeout (Kueue's eviction
-#   reason: evicted UNBOUNDED_REQUEUES times, Kueue would go on requeuing it), WaitingForQuota
-#   (pending in its ClusterQueue), Unschedulable (kube-scheduler's PodScheduled reason: pods pending).
+# - held by Kueue before an admission: WaitingForQuota or WaitingForPodsReady (kueue.py), the last;
+# - unfinished, what held it at the end: Kueue's reason, or PendingEvaluation (never tried: behind a
+#   StrictFIFO head) in its ClusterQueue; Unschedulable (kube-scheduler's PodScheduled=False reason,
+#   v1.PodReasonUnschedulable) with pods pending; PodsReadyTimeout (Kueue's eviction reason:
+#   evicted UNBOUNDED_REQUEUES times, Kueue would go on requeuing it).
+# Pods pending in kube-scheduler before the job ran are Slurm's Resources: not kept.
 REQUEUING_LIMIT_EXCEEDED = "RequeuingLimitExceeded"
 EVICTED_BY_PODS_READY_TIMEOUT = "PodsReadyTimeout"
-WAITING_FOR_QUOTA = "WaitingForQuota"
 UNSCHEDULABLE = "Unschedulable"
 
 
@@ -141,6 +147,8 @@ class KubernetesRun:
         self.generation = np.zeros(n, np.int64)
         self.requeues = np.zeros(n, np.int32)
         self.queue_ts = jobs.submit_s.astype(np.float64).copy()  # Kueue queue-ordering timestamp
+        self.queued_at = np.zeros(n)  # when the job last entered its ClusterQueue
+        self.held: dict[int, str] = {}  # job -> what last held it pending in Kueue before an admission
         self.held_since = np.zeros(n)
         self.idle_held_gpu_s = np.zeros(n)
         self.checkpoint = np.asarray(jobs.column("checkpoint_s"), np.float64)
@@ -291,12 +299,14 @@ class KubernetesRun:
 
     def _schedule(self) -> None:
         # Until nothing changes: a preemption frees room (and requeues its victim) that pods and
-        # workloads tried earlier in this instant may use.
+        # workloads tried earlier in this instant may use; a job whose pods all bound lifts
+        # blockAdmission, and Kueue admits again at once.
         for _ in range(MAX_ROUNDS):
             if self.kueue is not None:
                 self.kueue.schedule(self.now, self._admitted, self._preempted_by_kueue, self._blocked)
+            held = self._blocked()
             self._scheduler_pass()
-            if not (self.freed or self.fresh):
+            if not (self.freed or self.fresh or (held and not self._blocked())):
                 break
         for j in self.newly_admitted:
             if self.state[j] == PLACING:
@@ -311,14 +321,22 @@ class KubernetesRun:
         self.touched.add(pool)
 
     def _used(self, node: int, delta: int) -> None:
+        """Busy GPUs (thousandths) of ``node``'s pool: a running job's pods or a bound replica."""
         pool = int(self.nodes.pool[node])
         self.pool_used[pool] += delta
         self.touched.add(pool)
+
+    def _job_used(self, j: int, sign: int) -> None:
+        milli = sign * self.requests[j].gpu_milli_total
+        first = int(self.first_pod[j])
+        for p in range(first, first + int(self.placed[j])):
+            self._used(int(self.pod_node[p]), milli)
 
     def _enqueue(self, j: int) -> None:
         self.state[j] = QUEUED
         self._queued(j, +1)
         if self.kueue is not None:
+            self.queued_at[j] = self.now
             self.kueue.push(j, int(self.queue_of_job[j]), float(self.queue_ts[j]))
         else:
             self._create_pods(j)
@@ -334,6 +352,10 @@ class KubernetesRun:
 
     def _admitted(self, decision: Decision) -> None:
         j = decision.job
+        assert self.kueue is not None
+        why = self.kueue.held_reason(j, float(self.queued_at[j]), self.now)
+        if why:
+            self.held[j] = why
         if decision.flavor < len(self.pool_specs):  # the flavor's nodeLabels: a node selector to its pool
             self._queued(j, -1)
             self.pool_sel[j] = decision.flavor
@@ -366,7 +388,6 @@ class KubernetesRun:
     def _bind(self, j: int, node: int) -> None:
         pod = self.requests[j]
         mask = self.nodes.take(node, pod.gpus, pod.milli, pod.cpu, pod.mem, True)
-        self._used(node, pod.gpu_milli_total)
         self.index.add(node, j, int(self.priority[j]), pod)
         self._idle_until_now(j)
         p = int(self.first_pod[j] + self.placed[j])
@@ -374,12 +395,13 @@ class KubernetesRun:
         self.placed[j] += 1
 
     def _release_pods(self, j: int) -> None:
+        if self.state[j] == RUNNING:
+            self._job_used(j, -1)
         pod, priority = self.requests[j], int(self.priority[j])
         first = int(self.first_pod[j])
         for p in range(first, first + int(self.placed[j])):
             node = int(self.pod_node[p])
             self.nodes.give_back(node, int(self.pod_mask[p]), pod.milli, pod.cpu, pod.mem, True)
-            self._used(node, -pod.gpu_milli_total)
             self.index.remove(node, j, priority, pod)
             self.pod_node[p], self.pod_mask[p] = -1, 0
         self.placed[j] = 0
@@ -400,6 +422,7 @@ class KubernetesRun:
     def _start(self, j: int) -> None:
         self._idle_until_now(j)
         self.state[j] = RUNNING
+        self._job_used(j, +1)
         self.placing -= 1
         self._queued(j, -1)
         if math.isnan(self.start_s[j]):
@@ -754,14 +777,19 @@ class KubernetesRun:
         )
 
     def _reasons(self) -> Labels:
-        """Each job's reason: why it was rejected, given up, or was still waiting at the end."""
+        """Each job's reason (as the comment above REQUEUING_LIMIT_EXCEEDED says): why it was
+        rejected or given up, what held it at the end, or what last held it in Kueue."""
         words = [""] * len(self.jobs)
+        for j, why in self.held.items():
+            words[j] = why
         for j in np.flatnonzero(self.rejected).tolist():
             words[j] = self.refusal[j]
         for j, why in self.given_up.items():
             words[j] = why
-        for j in np.flatnonzero((self.state == QUEUED) & ~self.rejected).tolist():
-            words[j] = WAITING_FOR_QUOTA
+        if self.kueue is not None:  # pending in a ClusterQueue at the end (none are in a requeue backoff)
+            for j in np.flatnonzero((self.state == QUEUED) & ~self.rejected).tolist():
+                now = self.kueue.held_reason(j, float(self.queued_at[j]))
+                words[j] = now or words[j] or PENDING_EVALUATION
         for j in np.flatnonzero(self.state == PLACING).tolist():
             words[j] = UNSCHEDULABLE
         labels = ("", REQUEUING_LIMIT_EXCEEDED, *sorted(set(words) - {"", REQUEUING_LIMIT_EXCEEDED}))

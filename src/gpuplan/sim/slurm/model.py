@@ -61,7 +61,9 @@ if TYPE_CHECKING:
 
 MODEL = "slurm"
 
-# jobs.parquet "reason": the QoS limits that held jobs (engine codes), then refusals at submit
+# jobs.parquet "reason": the QoS limits that held jobs (engine codes), then refusals at submit. As
+# sacct's Reason: "the last reason a job was blocked from running for something other than Priority
+# or Resources", kept when the job ran (sacct(1), Reason).
 REASONS = (*HELD_REASONS, *REFUSALS[1:], "QOSMaxWallDurationPerJobLimit", "NodeConfigNotAvailable")
 
 
