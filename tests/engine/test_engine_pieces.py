@@ -128,3 +128,19 @@ def test_a_missing_setting_is_named() -> None:
 def test_an_unknown_plugin_is_named() -> None:
     with pytest.raises(ValueError, match="preempt: no plugin preempt/oldest"):
         _batchcore.simulate(**minimal(preempt={"plugin": "preempt/oldest"}))
+
+
+@pytest.mark.parametrize(
+    ("executed_s", "interval_s", "kept_s"),
+    [
+        (250.0, 100.0, 200.0),
+        (300.0, 100.0, 300.0),
+        (99.0, 100.0, 0.0),
+        (250.0, 0.0, 0.0),
+        (250.0, np.nan, 0.0),
+    ],
+)
+def test_one_checkpoint_rule_for_every_model(executed_s: float, interval_s: float, kept_s: float) -> None:
+    """An evicted job keeps the whole checkpoint intervals it ran (none without an interval): the
+    engine's rule, which Slurm's requeue and Kubernetes' eviction both call."""
+    assert _batchcore.checkpointed(executed_s, interval_s) == kept_s

@@ -33,6 +33,7 @@ import numpy as np
 
 from gpuplan.scenario.kubernetes import KubernetesSettings
 from gpuplan.sim.cluster import Pool
+from gpuplan.sim.engine._batchcore import checkpointed
 from gpuplan.sim.engine.core import Timeline
 from gpuplan.sim.kubernetes.autoscaler import scale_down_candidates, scale_up
 from gpuplan.sim.kubernetes.cluster import MILLI, UNKNOWN, NodePoolSpec, Nodes
@@ -443,12 +444,11 @@ class KubernetesRun:
     def _evict(self, j: int, requeue_after: float | None) -> None:
         """Preempted or timed out: pods deleted, work since the last checkpoint lost, queued again."""
         if self.state[j] == RUNNING:
-            total = self.done_work[j] + self.now - self.run_began[j]
-            interval = self.checkpoint[j]
-            saved = math.floor(total / interval) * interval if interval > 0 else 0.0
-            self.lost_gpu_s[j] += (total - saved) * self.job_gpus[j]
-            self.done_work[j] = saved
-            self.remaining[j] = float(self.jobs.duration_s[j]) - saved
+            executed = self.now - float(self.run_began[j])
+            saved = checkpointed(executed, float(self.checkpoint[j]))  # the engine's rule, as Slurm's
+            self.lost_gpu_s[j] += (executed - saved) * self.job_gpus[j]
+            self.done_work[j] += saved
+            self.remaining[j] = float(self.jobs.duration_s[j]) - self.done_work[j]
         self._leave(j, QUEUED)
         if requeue_after is None:
             self._enqueue(j)

@@ -20,6 +20,7 @@
 #ifndef GPUPLAN_ENGINE_H
 #define GPUPLAN_ENGINE_H
 
+#include <math.h>
 #include <stdint.h>
 
 typedef struct Sim Sim;
@@ -277,6 +278,12 @@ GpEvent gp_event_pop(GpEvent *heap, int32_t *len);
 void gp_job_leave(Sim *sim, int32_t job);
 /* A job that left comes back to the queue at `at`. */
 void gp_requeue_at(Sim *sim, int32_t job, double at);
+/* Of `executed_s` seconds an evicted job ran, the work its checkpoints kept: the whole checkpoint
+ * intervals (none, or an interval <= 0: nothing). The one rule for every model: Slurm's requeue
+ * (preempt.c) and Kubernetes' eviction (sim/kubernetes/model.py, through _batchcore.checkpointed). */
+static inline double gp_checkpointed(double executed_s, double interval_s) {
+    return interval_s > 0 ? floor(executed_s / interval_s) * interval_s : 0.0;
+}
 /* A running job will leave at `leave`, before its run ends (GraceTime): its end event and its
  * place in the running set move. */
 void gp_job_leaves_early(Sim *sim, int32_t job, double leave);

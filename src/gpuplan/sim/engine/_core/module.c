@@ -313,9 +313,23 @@ static PyObject *pieces(PyObject *self, PyObject *unused) {
     return by_kind;
 }
 
+PyDoc_STRVAR(checkpointed_doc,
+             "checkpointed(executed_s, interval_s) -> float\n"
+             "--\n\n"
+             "Of executed_s seconds an evicted job ran, the work its checkpoints kept (whole\n"
+             "intervals; interval_s <= 0 or NaN: none): the engine's rule, for models outside it.");
+
+static PyObject *checkpointed(PyObject *self, PyObject *args) {
+    (void)self;
+    double executed_s, interval_s;
+    if (!PyArg_ParseTuple(args, "dd", &executed_s, &interval_s)) return NULL;
+    return PyFloat_FromDouble(gp_checkpointed(executed_s, interval_s));
+}
+
 static PyMethodDef methods[] = {
     {"simulate", (PyCFunction)(void (*)(void))simulate, METH_VARARGS | METH_KEYWORDS, simulate_doc},
     {"hostlists", hostlists, METH_VARARGS, hostlists_doc},
+    {"checkpointed", checkpointed, METH_VARARGS, checkpointed_doc},
     {"pieces", pieces, METH_NOARGS,
      "pieces() -> {kind: [plugin names]}: the compiled pieces by kind (the keywords of simulate)"},
     {NULL, NULL, 0, NULL},

@@ -49,8 +49,7 @@ void gp_preempt_vacate(Sim *sim, int32_t job, double now, int mode) {
     double saved = executed; /* SUSPEND: resumes where it stopped */
     double requeue_at = now;
     if (mode == GP_PREEMPT_REQUEUE) {
-        double interval = p->checkpoint_s[job];
-        saved = interval > 0 ? floor(executed / interval) * interval : 0.0;
+        saved = gp_checkpointed(executed, p->checkpoint_s[job]);
         requeue_at = now + p->requeue_delay_s;
     }
     p->lost_gpu_s[job] += (executed - saved) * gpus;
