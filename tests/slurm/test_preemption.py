@@ -115,6 +115,48 @@ def test_victims_are_low_tier_small_and_young_first_and_only_as_many_as_needed()
     assert three.preemptions.tolist() == [1, 1, 0, 0]
 
 
+def test_victims_of_equal_rank_go_in_job_list_order_unless_youngest_first() -> None:
+    # 3 nodes, three 1-node low jobs started at 0, 1 and 2 s; a 1-node high job at 10 s. Slurm sorts
+    # the candidates by preempt_p_get_prio alone, ties in job-list order (slurmctld/preempt.c:
+    # slurm_find_preemptable_jobs, _sort_by_prio): the oldest goes. preempt_youngest_first sorts by
+    # start time, latest first (_sort_by_youngest).
+    jobs = workload()
+    for submit in (0, 1, 2):
+        jobs.job(submit=submit, run=1000, nodes=1, partition="low")
+    jobs.job(submit=10, run=5, nodes=1, partition="high")
+    assert run(jobs.copy(), 3).preemptions.tolist() == [1, 0, 0, 0]
+    assert run(jobs.copy(), 3, preempt_youngest_first=True).preemptions.tolist() == [0, 0, 1, 0]
+
+
+def test_youngest_first_ignores_rank_and_size() -> None:
+    # The three-node case above with preempt_youngest_first: C (2 s), B (1 s), then A (0 s) make
+    # room; Slurm's reorder pass (job_test.c:_run_now) puts A, the last needed, first and takes C
+    # after it: A and C go, B stays.
+    base = (
+        workload()
+        .job(submit=0, run=1000, nodes=2, partition="low")
+        .job(submit=1, run=1000, nodes=1, partition="low")
+        .job(submit=2, run=1000, nodes=1, partition="low")
+        .job(submit=10, run=5, nodes=3, partition="high")
+    )
+    assert run(base, 4, preempt_youngest_first=True).preemptions.tolist() == [1, 0, 1, 0]
+
+
+def test_a_requeued_job_gets_a_new_submit_time() -> None:
+    # 1 node: R (low) runs from 0 s; W (low) waits from 5 s; H (high) preempts R at 10 s. Slurm
+    # requeues R with SubmitTime 10 s (job_mgr.c:_job_requeue_op), so when H ends at 30 s W, now the
+    # older of the two equal-priority jobs, runs first and R after it.
+    jobs = (
+        workload()
+        .job(submit=0, run=100, nodes=1, partition="low")
+        .job(submit=5, run=50, nodes=1, partition="low")
+        .job(submit=10, run=20, nodes=1, partition="high")
+    )
+    result = run(jobs, 1)
+    assert by_job_id(result, result.start_s) == {1: 0.0, 2: 30.0, 3: 10.0}
+    assert by_job_id(result, result.end_s)[1] == 80.0 + 100.0
+
+
 def test_qos_preemption_follows_the_preempt_list() -> None:
     jobs = (
         workload()

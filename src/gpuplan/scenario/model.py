@@ -538,6 +538,12 @@ class SlurmSection(Section):
         "none", description="PreemptType: preempt/partition_prio, preempt/qos, or none"
     )
     preempt_mode: PreemptMode = Field("off", description="PreemptMode: the cluster's default")
+    preempt_youngest_first: bool = Field(
+        False,
+        description="SchedulerParameters=preempt_youngest_first (PreemptParameters=youngest_first from "
+        "Slurm 23.02): preempt the jobs that started last first; default: lowest PriorityTier or QoS "
+        "priority and fewest nodes first, then the oldest",
+    )
     requeue_delay: Duration = Field(
         121.0, description="a requeued job is eligible again after this (AuthInfo cred_expire 120 s + 1)"
     )

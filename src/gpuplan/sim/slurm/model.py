@@ -170,7 +170,13 @@ def simulate_slurm(
     job_class = routing.partition if settings.preempt_type == "partition_prio" else qos_index
     checkpoint_s = jobs.checkpoint_s if jobs.checkpoint_s is not None else np.full(len(jobs), np.nan)
     preemption = preemption_inputs(
-        settings.preempt_type, classes, job_class, jobs.nodes, checkpoint_s, settings.requeue_delay_s
+        settings.preempt_type,
+        classes,
+        job_class,
+        jobs.nodes,
+        checkpoint_s,
+        settings.requeue_delay_s,
+        settings.preempt_youngest_first,
     )
 
     # Repeated reservations are laid out over the time jobs may run: the last planned end, plus

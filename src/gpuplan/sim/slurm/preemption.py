@@ -12,8 +12,12 @@ preempt, in which order, and what happens to them.
   preemption (SIGTERM, then SIGKILL) and the preemptor waits.
 - Candidates are taken in the order of Slurm's ``preempt_p_get_prio``: the partition's tier (or the
   QoS's priority) shifted left 16 bits plus the job's node count, smallest first, so low-tier,
-  small jobs go first; ties go to the youngest job. Only the jobs needed to free enough nodes are
-  preempted.
+  small jobs go first; ties in job-list order, the oldest job first (slurmctld/preempt.c,
+  slurm_find_preemptable_jobs). With ``SchedulerParameters=preempt_youngest_first``
+  (``PreemptParameters=youngest_first`` from Slurm 23.02) by start time alone, the youngest first.
+  Only the jobs needed to free enough nodes are preempted.
+- A requeued job gets a new SubmitTime (the requeue) and its age priority restarts when it is
+  eligible again, so it sorts behind older jobs of equal priority (priority.c).
 - A requeued job is eligible again ``requeue_delay_s`` after it ends: slurmctld refuses to launch a
   requeued batch job until its old credential expired (``AuthInfo=cred_expire``, 120 s) and a
   second has passed.
@@ -49,6 +53,7 @@ class PreemptionInputs:
     mode: npt.NDArray[np.uint8]  # index into PREEMPT_MODES
     grace_s: Float64
     requeue_delay_s: float = DEFAULT_REQUEUE_DELAY_S
+    youngest_first: bool = False  # SchedulerParameters=preempt_youngest_first
     # the compiled piece (``_core/preempt.c``): preempt/partition_prio, preempt/qos, or
     # preempt/none (no job preempts another; jobs evicted from lent nodes are still requeued)
     plugin: str = "preempt/none"
@@ -72,6 +77,7 @@ class PreemptionInputs:
             "victim_key": np.ascontiguousarray(self.victim_key, dtype=np.float64),
             "checkpoint_s": np.ascontiguousarray(self.checkpoint_s, dtype=np.float64),
             "requeue_delay_s": float(self.requeue_delay_s),
+            "youngest_first": self.youngest_first,
         }
 
 
@@ -92,6 +98,7 @@ def preemption_inputs(
     nodes: Int32,
     checkpoint_s: Float64,
     requeue_delay_s: float = DEFAULT_REQUEUE_DELAY_S,
+    youngest_first: bool = False,
 ) -> PreemptionInputs | None:
     """Engine inputs for ``preempt_type``, or None when no job can preempt another."""
     if preempt_type == "none" or not classes:
@@ -117,6 +124,7 @@ def preemption_inputs(
         mode=mode,
         grace_s=np.array([c.grace_s for c in classes], dtype=np.float64),
         requeue_delay_s=requeue_delay_s,
+        youngest_first=youngest_first,
         plugin=f"preempt/{preempt_type}",
     )
 

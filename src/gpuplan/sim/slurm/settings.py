@@ -45,6 +45,7 @@ class SlurmSettings:
     preempt_type: str = "none"  # PreemptType: none | partition_prio | qos
     preempt_mode: str = "off"  # PreemptMode (cluster-wide default): off | cancel | requeue | suspend
     requeue_delay_s: float = DEFAULT_REQUEUE_DELAY_S
+    preempt_youngest_first: bool = False  # SchedulerParameters=preempt_youngest_first
     # when slurmctld started, on the workload's clock: its decay thread recalculates priorities
     # every PriorityCalcPeriod from then, and its backfill thread cycles every bf_interval
     controller_start_s: float = 0.0
@@ -100,6 +101,8 @@ class SlurmSettings:
             echoed["topology"] = asdict(self.topology)
         if self.preempt_type != "none":
             echoed |= {"preempt_type": self.preempt_type, "preempt_mode": self.preempt_mode}
+            if self.preempt_youngest_first:
+                echoed["preempt_youngest_first"] = True
         return echoed
 
 
@@ -173,6 +176,7 @@ def from_scenario(spec: SlurmSection) -> SlurmSettings:
         preempt_type=spec.preempt_type,
         preempt_mode=spec.preempt_mode,
         requeue_delay_s=spec.requeue_delay,
+        preempt_youngest_first=spec.preempt_youngest_first,
     )
 
 

@@ -548,8 +548,12 @@ void gp_job_leave(Sim *sim, int32_t job) {
     sim->sched_requests++; /* epilog complete: agent.c queues the scheduler */
 }
 
-void gp_requeue_at(Sim *sim, int32_t job, double at) {
+void gp_requeue_at(Sim *sim, int32_t job, double at, int resubmitted) {
     gp_event_push(sim, &sim->requeue_heap, &sim->requeue_len, &sim->requeue_cap, (GpEvent){at, job});
+    if (resubmitted)
+        for (int32_t k = 0; k < sim->n_pieces; k++)
+            if (sim->pieces[k].hooks->job_requeued)
+                sim->pieces[k].hooks->job_requeued(sim, sim->pieces[k].state, job, sim->now, at);
 }
 
 void gp_job_leaves_early(Sim *sim, int32_t job, double leave) {

@@ -79,6 +79,9 @@ typedef struct {
     void (*job_queued)(Sim *sim, void *state, int32_t slot);
     void (*job_started)(Sim *sim, void *state, int32_t job, double now);
     void (*job_ended)(Sim *sim, void *state, int32_t job);
+    /* a job left its nodes at `now` and is requeued, eligible again at `at` (Slurm gives it a new
+     * SubmitTime, `now`, and its age restarts at `at`: job_mgr.c:_job_requeue_op) */
+    void (*job_requeued)(Sim *sim, void *state, int32_t job, double now, double at);
     /* a job's end event fell due: 1 when the piece took over (a preempted job leaving early) */
     int (*end_due)(Sim *sim, void *state, int32_t job, double now);
     void (*free)(void *state);
@@ -276,8 +279,9 @@ void gp_event_push(Sim *sim, GpEvent **heap, int32_t *len, int32_t *cap, GpEvent
 GpEvent gp_event_pop(GpEvent *heap, int32_t *len);
 /* A running job leaves its nodes now (ended, or vacated by a piece). */
 void gp_job_leave(Sim *sim, int32_t job);
-/* A job that left comes back to the queue at `at`. */
-void gp_requeue_at(Sim *sim, int32_t job, double at);
+/* A job that left comes back to the queue at `at`; `resubmitted`: requeued (not resumed after a
+ * suspension), which the pieces' job_requeued hooks hear of. */
+void gp_requeue_at(Sim *sim, int32_t job, double at, int resubmitted);
 /* Of `executed_s` seconds an evicted job ran, the work its checkpoints kept: the whole checkpoint
  * intervals (none, or an interval <= 0: nothing). The one rule for every model: Slurm's requeue
  * (preempt.c) and Kubernetes' eviction (sim/kubernetes/model.py, through _batchcore.checkpointed). */

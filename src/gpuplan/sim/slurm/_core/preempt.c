@@ -4,9 +4,12 @@
  * may-preempt matrix and each job's victim key come from the Python side (preemption.py), per
  * plugin; the plugin here gives the victim order.
  *
- * - preempt/partition_prio and preempt/qos: Slurm's candidate order, preempt_p_get_prio ascending
+ * - preempt/partition_prio and preempt/qos: Slurm's candidate order (slurmctld/preempt.c:
+ *   slurm_find_preemptable_jobs sorts the job list by _sort_by_prio), preempt_p_get_prio ascending
  *   (the partition's PriorityTier or the QoS's Priority << 16 + nodes: lower tier or QoS first,
- *   smaller jobs first), then the youngest (latest start) first, then job id.
+ *   smaller jobs first), ties in job-list order (creation: job id); with youngest_first
+ *   (SchedulerParameters=preempt_youngest_first; PreemptParameters=youngest_first from 23.02) by
+ *   start time alone, latest first (_sort_by_youngest), ties in job-list order.
  * - preempt/none: no job preempts another, but jobs may still be requeued (evicted from nodes lent
  *   away), which needs the same state.
  */
@@ -21,17 +24,27 @@
 typedef struct {
     double key, start;
     int64_t job_id;
-    int32_t job;
+    int32_t job, nodes;
 } Victim;
+
+static int job_list_cmp(const Victim *a, const Victim *b) {
+    return (a->job_id > b->job_id) - (a->job_id < b->job_id);
+}
 
 static int slurm_victim_cmp(const void *pa, const void *pb) {
     const Victim *a = pa, *b = pb;
     if (a->key != b->key) return a->key < b->key ? -1 : 1;
+    return job_list_cmp(a, b);
+}
+
+static int youngest_victim_cmp(const void *pa, const void *pb) {
+    const Victim *a = pa, *b = pb;
     if (a->start != b->start) return a->start > b->start ? -1 : 1;
-    return (a->job_id > b->job_id) - (a->job_id < b->job_id);
+    return job_list_cmp(a, b);
 }
 
 static const GpPreemptOps SLURM_ORDER = {slurm_victim_cmp};
+static const GpPreemptOps YOUNGEST_ORDER = {youngest_victim_cmp};
 
 void gp_preempt_vacate(Sim *sim, int32_t job, double now, int mode) {
     struct GpPreempt *p = sim->preempt;
@@ -55,8 +68,38 @@ void gp_preempt_vacate(Sim *sim, int32_t job, double now, int mode) {
     p->lost_gpu_s[job] += (executed - saved) * gpus;
     p->work_left[job] -= saved;
     if (p->work_left[job] < 0) p->work_left[job] = 0;
-    gp_requeue_at(sim, job, requeue_at);
+    gp_requeue_at(sim, job, requeue_at, mode == GP_PREEMPT_REQUEUE);
 }
+
+/* Victims taken in `cand` order until the job fits on what they and the free GPUs give: how many,
+ * or -1 when all of them do not make room. Nodes the job may not use stay short whatever is freed:
+ * one outside `allowed`, or one an advance reservation holds during its run (as gp_fits_now finds). */
+static int32_t take_until_fit(Sim *sim, const Victim *cand, int32_t count, int32_t slot, double now,
+                              const uint64_t *allowed) {
+    int32_t job = sim->q_job[slot], gpus = sim->gpn[job], nodes = sim->q_nodes[slot], taken = 0;
+    gp_overlay_begin(sim);
+    double until = now + sim->q_estimate[slot];
+    if (allowed || sim->reservations)
+        for (int32_t node = 0; node < sim->total_nodes; node++)
+            if ((allowed && !(allowed[node >> 6] >> (node & 63) & 1)) ||
+                (sim->reservations && gp_window_blocks_at(sim, node, job, now, until)))
+                gp_overlay_add(sim, node, -gp_overlay_free(sim, node) - sim->node_gpus - 1);
+    while (taken < count && sim->ov_count[gpus] < nodes) gp_overlay_add_job(sim, cand[taken++].job, +1);
+    return sim->ov_count[gpus] >= nodes ? taken : -1;
+}
+
+/* Most nodes first, stably (Slurm's list_sort is glibc's qsort, a merge sort). */
+static void most_nodes_first(Victim *victims, int32_t count) {
+    for (int32_t i = 1; i < count; i++) {
+        Victim v = victims[i];
+        int32_t j = i;
+        for (; j > 0 && victims[j - 1].nodes < v.nodes; j--) victims[j] = victims[j - 1];
+        victims[j] = v;
+    }
+}
+
+/* preempt_reorder_count (SchedulerParameters; Slurm's default 1): the passes after the first */
+#define PREEMPT_REORDER_COUNT 1
 
 int gp_try_preempt(Sim *sim, int32_t slot, double now, const uint64_t *allowed) {
     struct GpPreempt *p = sim->preempt;
@@ -68,23 +111,27 @@ int gp_try_preempt(Sim *sim, int32_t slot, double now, const uint64_t *allowed) 
     for (int32_t k = 0; k < sim->est_len; k++) {
         int32_t running = sim->est_heap[k];
         if (p->vacating[running] || !p->can_preempt[cls * n + p->preempt_class[running]]) continue;
-        cand[count++] = (Victim){p->victim_key[running], sim->attempt_start[running], sim->job_id[running], running};
+        cand[count++] = (Victim){p->victim_key[running], sim->attempt_start[running], sim->job_id[running],
+                                 running, sim->nodes[running]};
     }
-    /* take candidates in order until the job would fit on what they free, then drop any taken
-     * one that turned out not to be needed (a later, larger victim covers it) */
     qsort(cand, (size_t)count, sizeof(Victim), p->ops->victim_cmp);
-    int32_t gpus = sim->gpn[job], nodes = sim->q_nodes[slot], taken = 0;
-    gp_overlay_begin(sim);
-    /* a node it may not use stays short of GPUs whatever its victims free: one outside `allowed`,
-     * or one an advance reservation holds during its run (as gp_fits_now would find) */
-    double until = now + sim->q_estimate[slot];
-    if (allowed || sim->reservations)
-        for (int32_t node = 0; node < sim->total_nodes; node++)
-            if ((allowed && !(allowed[node >> 6] >> (node & 63) & 1)) ||
-                (sim->reservations && gp_window_blocks_at(sim, node, job, now, until)))
-                gp_overlay_add(sim, node, -gp_overlay_free(sim, node) - sim->node_gpus - 1);
-    while (taken < count && sim->ov_count[gpus] < nodes) gp_overlay_add_job(sim, cand[taken++].job, +1);
-    if (sim->ov_count[gpus] < nodes) return 0;
+    /* Slurm's select/cons_tres (job_test.c:_run_now): take candidates in order until the job fits;
+     * then, up to preempt_reorder_count times, put the last one taken first, the others taken before
+     * it next by how many nodes they give the job (most first, stable: here each victim's node
+     * count), and try again, so a larger later victim spares the smaller ones it covers. */
+    int32_t taken = take_until_fit(sim, cand, count, slot, now, allowed);
+    if (taken < 0) return 0;
+    for (int32_t pass = 1; pass <= PREEMPT_REORDER_COUNT + 1 && pass < count; pass++) {
+        Victim last = cand[taken - 1];
+        memmove(cand + 1, cand, (size_t)(taken - 1) * sizeof(Victim));
+        cand[0] = last;
+        most_nodes_first(cand + 1, taken - 1);
+        taken = take_until_fit(sim, cand, count, slot, now, allowed);
+        if (taken < 0) return 0; /* cannot happen: the same victims are all still there */
+    }
+    /* the overlay holds the last pass's victims: drop any whose nodes the job turns out not to need
+     * (Slurm preempts only jobs on the nodes it selects) */
+    int32_t gpus = sim->gpn[job], nodes = sim->q_nodes[slot];
     for (int32_t k = 0; k < taken; k++) {
         gp_overlay_add_job(sim, cand[k].job, -1);
         if (sim->ov_count[gpus] >= nodes)
@@ -144,13 +191,15 @@ static const GpHooks PREEMPT_HOOKS = {
 
 /* Settings (preemption.py PreemptionInputs.for_engine): job_class (int32) and victim_key,
  * checkpoint_s (float64) per job; can_preempt (uint8, classes x classes); mode (uint8) and grace_s
- * (float64) per class; requeue_delay_s; out per job: end_s (float64), preemptions (int32),
+ * (float64) per class; requeue_delay_s; youngest_first; out per job: end_s (float64), preemptions (int32),
  * lost_gpu_s (float64), cancelled (int8). */
 static int preempt_setup_with(Sim *sim, GpSettings *s, const GpPreemptOps *ops) {
     struct GpPreempt p = {.ops = ops};
     Py_ssize_t n = s->n_jobs, c;
     void *cls, *can, *mode, *grace, *key, *checkpoint, *end, *count, *lost, *cancelled;
-    if (gp_read_array(s, "mode", 1, -1, 0, 0, &mode, &c) < 0 ||
+    int youngest_first;
+    if (gp_read_bool(s, "youngest_first", &youngest_first) < 0 ||
+        gp_read_array(s, "mode", 1, -1, 0, 0, &mode, &c) < 0 ||
         gp_read_array(s, "job_class", 4, n, 0, 0, &cls, NULL) < 0 ||
         gp_read_array(s, "can_preempt", 1, c * c, 0, 0, &can, NULL) < 0 ||
         gp_read_array(s, "grace_s", 8, c, 0, 0, &grace, NULL) < 0 ||
@@ -167,6 +216,7 @@ static int preempt_setup_with(Sim *sim, GpSettings *s, const GpPreemptOps *ops) 
         return -1;
     }
     if (gp_check_indices(cls, n, c, "preempt: job index %zd has no class") < 0) return -1;
+    if (youngest_first) p.ops = &YOUNGEST_ORDER;
     p.preempt_class = cls;
     p.n_classes = (int32_t)c;
     p.can_preempt = can;

@@ -10,7 +10,10 @@
  * PriorityCalcPeriod from slurmctld's start (the decay thread's ticks) the engine hands each
  * account's GPU-seconds since the last tick to the fair-share hook (Python: decay and the
  * fair-share formula live there), recomputes the priority of every queued job and sorts the queue:
- * priority high to low, then submit time, then job id. A job that arrives in between gets its
+ * priority high to low, then submit time, then job id. A requeued job gets a new SubmitTime, the
+ * time it was requeued, and its age restarts when it is eligible again (job_mgr.c:_job_requeue_op
+ * sets submit_time = now and accrue_time = 0; acct_policy.c:acct_policy_handle_accrue_time then
+ * accrues from begin_time), so it sorts behind older jobs of equal priority. A job that arrives in between gets its
  * priority at once, from the last tick's fair-share factors, and is inserted in order, as slurmctld
  * does. Without AccountingStorageEnforce=limits a job that ends between ticks loses its use since
  * the last tick (the tick skips finished jobs and nothing adds it at the end).
@@ -30,6 +33,8 @@ struct GpPriority {
     int32_t n_accounts;
     double weight_age, max_age, weight_fairshare, calc_period;
     double *priority;          /* per job: its priority when it was last computed */
+    double *submit_s;          /* per job: its SubmitTime (a requeue resets it), for ties */
+    double *eligible_s;        /* per job: when its age began (accrue_time: eligible, again after a requeue) */
     double *fs_factor;         /* per account: fair-share factor from the last recalculation */
     double *acct_usage;        /* per account: GPU-seconds used since the last recalculation */
     double *acct_running_gpus; /* per account: GPUs running x their QoS UsageFactor */
@@ -65,8 +70,8 @@ static int call_fairshare_hook(struct GpPriority *p, double now) {
     return ok ? 0 : -1;
 }
 
-static double job_priority(const Sim *sim, const struct GpPriority *p, int32_t job, double now) {
-    double age = p->max_age > 0 ? (now - sim->submit[job]) / p->max_age : 1.0;
+static double job_priority(const struct GpPriority *p, int32_t job, double now) {
+    double age = p->max_age > 0 ? (now - p->eligible_s[job]) / p->max_age : 1.0;
     if (age > 1) age = 1;
     return floor(p->prio_static[job] + p->weight_age * age + p->weight_fairshare * p->fs_factor[p->account[job]]);
 }
@@ -74,7 +79,7 @@ static double job_priority(const Sim *sim, const struct GpPriority *p, int32_t j
 /* Queue order: higher priority first, then earlier submit, then lower job id (then index). */
 static int before(const Sim *sim, const struct GpPriority *p, int32_t a, int32_t b) {
     if (p->priority[a] != p->priority[b]) return p->priority[a] > p->priority[b];
-    if (sim->submit[a] != sim->submit[b]) return sim->submit[a] < sim->submit[b];
+    if (p->submit_s[a] != p->submit_s[b]) return p->submit_s[a] < p->submit_s[b];
     if (sim->job_id[a] != sim->job_id[b]) return sim->job_id[a] < sim->job_id[b];
     return a < b;
 }
@@ -102,9 +107,9 @@ static int resort(Sim *sim, struct GpPriority *p, double now) {
     for (int32_t s = sim->q_first; s < sim->q_count; s++) {
         if (sim->q_nodes[s] == GP_GONE) continue;
         int32_t job = sim->q_job[s];
-        p->priority[job] = job_priority(sim, p, job, now);
+        p->priority[job] = job_priority(p, job, now);
         entries[count++] =
-            (Entry){p->priority[job], sim->submit[job], sim->job_id[job], job, sim->q_nodes[s], sim->q_estimate[s]};
+            (Entry){p->priority[job], p->submit_s[job], sim->job_id[job], job, sim->q_nodes[s], sim->q_estimate[s]};
     }
     qsort(entries, (size_t)count, sizeof(Entry), entry_cmp);
     for (int32_t k = 0; k < count; k++) {
@@ -125,7 +130,7 @@ static void priority_queued(Sim *sim, void *state, int32_t slot) {
     int32_t job = sim->q_job[slot];
     int32_t nodes = sim->q_nodes[slot];
     double estimate = sim->q_estimate[slot];
-    p->priority[job] = job_priority(sim, p, job, sim->now);
+    p->priority[job] = job_priority(p, job, sim->now);
     /* move it up past queued jobs it comes before (holes are moved along; order is kept) */
     int32_t s = slot;
     while (s > sim->q_first) {
@@ -139,6 +144,14 @@ static void priority_queued(Sim *sim, void *state, int32_t slot) {
     sim->q_job[s] = job;
     sim->q_nodes[s] = nodes;
     sim->q_estimate[s] = estimate;
+}
+
+static void priority_requeued(Sim *sim, void *state, int32_t job, double now, double at) {
+    (void)sim;
+    struct GpPriority *p = state;
+    /* "make sure the submit isn't the same as the last submit" (_job_requeue_op): now + 1 if so */
+    p->submit_s[job] = now == p->submit_s[job] ? now + 1 : now;
+    p->eligible_s[job] = at;
 }
 
 static void priority_started(Sim *sim, void *state, int32_t job, double now) {
@@ -197,6 +210,8 @@ static void priority_free(void *state) {
     struct GpPriority *p = state;
     if (!p) return;
     PyMem_RawFree(p->priority);
+    PyMem_RawFree(p->submit_s);
+    PyMem_RawFree(p->eligible_s);
     PyMem_RawFree(p->fs_factor);
     PyMem_RawFree(p->acct_usage);
     PyMem_RawFree(p->acct_running_gpus);
@@ -209,6 +224,7 @@ static const GpHooks PRIORITY_HOOKS = {
     .job_queued = priority_queued,
     .job_started = priority_started,
     .job_ended = priority_ended,
+    .job_requeued = priority_requeued,
     .free = priority_free,
 };
 
@@ -247,17 +263,21 @@ static int multifactor_setup(Sim *sim, GpSettings *s) {
     if (state) {
         *state = p;
         state->priority = PyMem_RawCalloc(n, sizeof(double));
+        state->submit_s = PyMem_RawMalloc(n * sizeof(double));
+        state->eligible_s = PyMem_RawMalloc(n * sizeof(double));
         state->fs_factor = PyMem_RawCalloc(a, sizeof(double));
         state->acct_usage = PyMem_RawCalloc(a, sizeof(double));
         state->acct_running_gpus = PyMem_RawCalloc(a, sizeof(double));
     }
-    if (!state || !state->priority || !state->fs_factor || !state->acct_usage || !state->acct_running_gpus ||
-        gp_add_piece(sim, s->piece, &PRIORITY_HOOKS, state) < 0) {
+    if (!state || !state->priority || !state->submit_s || !state->eligible_s || !state->fs_factor ||
+        !state->acct_usage || !state->acct_running_gpus || gp_add_piece(sim, s->piece, &PRIORITY_HOOKS, state) < 0) {
         priority_free(state);
         PyErr_NoMemory();
         return -1;
     }
     for (size_t k = 0; k < a; k++) state->fs_factor[k] = 1.0; /* no usage yet */
+    memcpy(state->submit_s, sim->submit, (size_t)s->n_jobs * sizeof(double));
+    memcpy(state->eligible_s, sim->submit, (size_t)s->n_jobs * sizeof(double));
     return 0;
 }
 
