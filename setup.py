@@ -22,7 +22,7 @@ setup(
             ],
             include_dirs=[CORE, SLURM],
             depends=sorted(glob(f"{CORE}/*.h") + glob(f"{SLURM}/*.h")),
-            extra_compile_args=["-O2"],
+            extra_compile_args=["-O2", "-falign-loops=32"],
         )
     ]
 )
