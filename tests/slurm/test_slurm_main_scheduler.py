@@ -58,6 +58,18 @@ def test_default_queue_depth_bounds_event_passes_not_the_periodic_one() -> None:
     assert starts_of(run(jobs, 4, qos=limited))[4] == 20.0
 
 
+def test_the_ticks_keep_the_sub_second_phase_of_the_controller_start() -> None:
+    # Issue 15: a real pass at 50.88 s missed a job made eligible by --begin at 51, which the next
+    # tick (51.88) started; whole-second ticks would have started it at 51. The ticks come every
+    # second from slurmctld's start (controller_start_s, a real number); sbatch never allocates at
+    # submission, so a job submitted at 0 waits for the first tick too.
+    jobs = workload().job(submit=0, run=100).job(submit=51, run=10)
+    options = {"sched_interval": 1, "batch_sched_delay": 0, "submitted_early": [False, True]}
+    assert starts_of(run(jobs.copy(), 2, controller_start_s=0.88, **options)) == [0.88, 51.88]
+    assert starts_of(run(jobs.copy(), 2, controller_start_s=-0.12, **options)) == [0.88, 51.88]
+    assert starts_of(run(jobs, 2, **options)) == [0.0, 51.0]
+
+
 def test_begin_jobs_wait_for_the_next_pass() -> None:
     # A job submitted ahead with --begin=10 asks for no pass when it becomes eligible: the periodic
     # pass at 60 starts it; or a pass another event asks for (B's submission at 30).
