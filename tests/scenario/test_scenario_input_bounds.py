@@ -387,3 +387,14 @@ def test_validate_reads_a_service_demand_curve(tmp_path: Path) -> None:
     result = runner.invoke(app, ["validate", str(scenario)])
     assert result.exit_code == 2
     assert "k.yaml:" in result.stderr and "demand.csv:3: requests_per_s" in result.stderr
+
+
+def test_a_scenario_that_is_not_utf8_names_its_line_and_column(tmp_path: Path) -> None:
+    # the scenario's reader decodes as the trace readers do (workload.textfile.decode_utf8); a
+    # byte-order mark is dropped
+    path = tmp_path / "s.yaml"
+    path.write_bytes(BASE.encode().replace(b"name: small", b"name: sm\xffall"))
+    with pytest.raises(InputError, match=r"s\.yaml:1: not UTF-8 text: byte 0xff at column 9"):
+        load_yaml(path)
+    path.write_bytes(b"\xef\xbb\xbf" + BASE.encode())
+    assert load_yaml(path).data["name"] == "small"

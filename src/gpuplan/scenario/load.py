@@ -449,10 +449,10 @@ def _resolve(located: Located, path: Path) -> Path:
     return path if path.is_absolute() else located.path.parent / path
 
 
-def load_scenario(path: Path | str, text: str | None = None) -> LoadedScenario:
+def load_scenario(path: Path | str) -> LoadedScenario:
     """Read, validate and cross-check a scenario file; raises ScenarioError listing every problem."""
     path = Path(path)
-    located = load_yaml(path, text)
+    located = load_yaml(path)
     if not isinstance(located.data, dict):
         raise ScenarioError(
             path, [Problem(1, "", "a scenario is a mapping of sections (name, cluster, ...)")]

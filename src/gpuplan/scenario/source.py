@@ -43,6 +43,7 @@ from ruamel.yaml.reader import ReaderError
 from ruamel.yaml.scalarbool import ScalarBoolean
 
 from gpuplan.errors import InputError
+from gpuplan.workload.textfile import decode_utf8
 
 Loc = tuple[str | int, ...]
 
@@ -215,10 +216,6 @@ def read_text(path: Path) -> str:
         raise InputError("no such file", path=path) from None
     except OSError as exc:
         raise InputError(f"cannot read: {exc.strerror or exc}", path=path) from None
-    return _decoded(raw, path)
-
-
-def _decoded(raw: bytes, path: Path) -> str:
     if len(raw) > MAX_BYTES:
         line = raw[:MAX_BYTES].count(b"\n") + 1
         raise InputError(
@@ -226,17 +223,13 @@ def _decoded(raw: bytes, path: Path) -> str:
             path=path,
             line=line,
         )
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = raw[: exc.start].count(b"\n") + 1
-        raise InputError(f"not UTF-8 text: {exc.reason}", path=path, line=line) from None
+    return decode_utf8(raw, path)
 
 
-def load_yaml(path: Path, text: str | None = None) -> Located:
-    """Parse one YAML document (the file, or ``text`` as if it were the file), keeping line numbers.
-    Syntax errors and broken bounds become InputError with the file and line."""
-    text = read_text(path) if text is None else _decoded(text.encode("utf-8"), path)
+def load_yaml(path: Path) -> Located:
+    """Parse one YAML document, keeping line numbers. Syntax errors and broken bounds become
+    InputError with the file and line."""
+    text = read_text(path)
     try:
         data = _reader().load(text)
     except _Refused as exc:
