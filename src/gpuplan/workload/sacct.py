@@ -547,8 +547,11 @@ def read_sacct(path: Path | str, *, gpus_per_node: int = 8, skip_bad_lines: bool
     Time limit = Timelimit (NaN when unlimited or unknown). User = User; team = Account, else the
     User; partition = Partition; qos = QOS; kind "batch"; state = State's first word, lower-cased.
 
-    GPUs, CPUs and memory come from AllocTRES when the job has one (it ran), else ReqTRES (memory from
-    ReqTRES when AllocTRES lists none). Nodes = NNodes, else the TRES ``node=`` count; each node gets
+    GPUs, CPUs and memory come from AllocTRES when the job has one (it ran), else ReqTRES. A job that
+    ran without ``mem=`` in AllocTRES held no memory (memory is not a consumable resource, as under
+    SelectTypeParameters=CR_Core: job_mgr.c:job_set_alloc_tres leaves out a zero): its memory is
+    unknown (NaN), not ReqTRES's, which then shows the node's RealMemory for a job that asked none
+    (job_mgr.c:job_get_tres_mem). Nodes = NNodes, else the TRES ``node=`` count; each node gets
     ceil(GPUs / nodes) GPUs (so 1 GPU on 2 nodes simulates as 2 x 1), CPUs and memory are divided
     evenly. The job keeps its own node count: ``gpus_per_node`` only groups the GPUs of a job whose node
     count the file does not give (ceil(GPUs / gpus_per_node) nodes, as the other GPU traces); a job
@@ -679,7 +682,6 @@ def _resources(records: Records) -> tuple[Float64, Float64, Float64, Float64]:
         np.where(allocated, part("AllocTRES", name), part("ReqTRES", name))
         for name in ("gpus", "cpus", "mem", "nodes")
     )
-    mem = np.where(np.isnan(mem), part("ReqTRES", "mem"), mem)
     return gpus, cpus, mem, nodes
 
 
