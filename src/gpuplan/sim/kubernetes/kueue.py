@@ -161,15 +161,16 @@ class Kueue:
         tried and lacked quota; else WAITING_FOR_PODS_READY if blockAdmission held admission (Kueue
         gives that reason to a workload that fits but must wait); "" when nothing did (it was admitted
         when first tried, or never tried)."""
-        queue = self.queue_of[job]
-        key = job if self.queues[queue].policy.strict_fifo else (queue, self.request[job])
-        marks = self.no_quota.get(key)
+        marks = self.no_quota.get(self._no_quota_key(job, self.queue_of[job]))
         if marks is not None and marks.latest_before(until) >= since:
             return WAITING_FOR_QUOTA
         return WAITING_FOR_PODS_READY if self.blocked_marks.latest_before(until) >= since else ""
 
+    def _no_quota_key(self, job: int, queue: int) -> tuple[int, float] | int:
+        return job if self.queues[queue].policy.strict_fifo else (queue, self.request[job])
+
     def _no_fit(self, job: int, queue: int) -> None:
-        key = job if self.queues[queue].policy.strict_fifo else (queue, self.request[job])
+        key = self._no_quota_key(job, queue)
         marks = self.no_quota.get(key)
         if marks is None:
             marks = self.no_quota[key] = _Marks()

@@ -13,9 +13,9 @@
  * priority high to low, then submit time, then job id. A requeued job gets a new SubmitTime, the
  * time it was requeued, and its age restarts when it is eligible again (job_mgr.c:_job_requeue_op
  * sets submit_time = now and accrue_time = 0; acct_policy.c:acct_policy_handle_accrue_time then
- * accrues from begin_time), so it sorts behind older jobs of equal priority. A job that arrives in between gets its
- * priority at once, from the last tick's fair-share factors, and is inserted in order, as slurmctld
- * does. Without AccountingStorageEnforce=limits a job that ends between ticks loses its use since
+ * accrues from begin_time), so it sorts behind older jobs of equal priority. A job that arrives in
+ * between gets its priority at once, from the last tick's fair-share factors, and is inserted in
+ * order, as slurmctld does. Without AccountingStorageEnforce=limits a job that ends between ticks loses its use since
  * the last tick (the tick skips finished jobs and nothing adds it at the end).
  */
 #define PY_SSIZE_T_CLEAN
