@@ -21,9 +21,14 @@ DB_SOCKET="$DB_RUN/mariadb.sock"
 DB_NAME=gpuplan_acct
 DB_USER=slurm
 DB_PASS=gpuplan-local
-# Local users who submit, and their accounts (user N of the trace -> USERS[N-1], ACCOUNTS[N-1]).
+# Local users who submit jobs: configurations a and b's, and those setup.sh made for this work dir
+# (etc/users: c and d's population). teardown.sh cancels their jobs and stops their processes.
 USERS=(gpuplan1 gpuplan2)
-ACCOUNTS=(team1 team2)
+if [[ -s "$WORK/etc/users" ]]; then
+    while read -r user; do
+        [[ -n "$user" && " ${USERS[*]} " != *" $user "* ]] && USERS+=("$user")
+    done <"$WORK/etc/users"
+fi
 
 export SLURM_CONF="$WORK/etc/slurm.conf"
 export GPUPLAN_SLURM_WORK="$WORK"

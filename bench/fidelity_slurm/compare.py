@@ -23,6 +23,16 @@ limits as estimates:
   ref-real  as ref, with each job's run time as measured on Slurm (End - Start)
   repeat    (with --repeat RUN_DIR2) the other real replay of the same trace: the noise floor
 
+Configurations c and d (setup.sh: jobs sharing nodes, users in accounts, QoS, preemption) are
+compared differently (``compare_shared``): gpuplan reads the trace as sacct lists it
+(RUN_DIR/gpuplan-trace.sacct: users, accounts, partitions, QoS, GPUs per node, CPUs and memory by
+name, the real eligibility and sbatch second) through a scenario written from replay.json alone
+(every slurm.conf and sacctmgr setting a scenario states, slurmctld's start with its fraction as
+controller_start), and runs it with --backfill slurm, easy and none (the same settings otherwise);
+per model it prints the share of jobs within ±2 s and within ±(bf_interval + 2) s and whether the
+same jobs were preempted the same number of times (sacct -D runs), with --repeat for real vs real
+too. reference.py is skipped there (it cannot express those configurations; the output says so).
+
 Prints per job real - simulated start and how real Slurm started it (main scheduler or backfill, from
 slurmctld.log); then per model the share of jobs within the tolerance (bf_interval + 2 s), and with
 --plans the first backfill plan that differs between Slurm's log and reference.py, with --ablate
@@ -38,6 +48,7 @@ import argparse
 import csv
 import importlib.util
 import json
+import math
 import os
 import re
 import shlex
@@ -45,6 +56,7 @@ import shutil
 import statistics
 import subprocess
 import sys
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -82,6 +94,8 @@ def read_jobs_parquet(out: Path, offset_s: float = 0.0) -> dict[int, dict]:
         result[int(r["job_id"])] = {
             "start_s": None if start is None or start != start else start + offset_s,
             "nodes": nodes,
+            "preemptions": int(r.get("preemptions") or 0),
+            "columns": tuple(r),
         }
     return result
 
@@ -294,6 +308,439 @@ def agreement(real: dict[int, int], sim: dict[int, tuple], tolerance: float) -> 
     return sum(ok) / len(real) if real else 0.0
 
 
+# ---- configurations c and d: jobs sharing nodes, users in accounts, QoS, preemption -------------------
+
+SHARED_CONFIGS = ("c", "d")  # setup.sh's configurations whose jobs share nodes
+GPUPLAN_TRACE = "gpuplan-trace.sacct"
+
+
+def duration_text(seconds: float) -> str:
+    """A scenario duration: whole seconds as ``3600s``."""
+    return f"{seconds:g}s"
+
+
+def shared_offset(jobs: list[workload.Job], real: dict[int, dict]) -> dict[int, int]:
+    """Each job's eligibility on the replay's clock (t0 = 0): sacct's Eligible of its first run (a
+    late sbatch in ``--submit arrival`` makes it later than the trace's submit_s), else the trace's."""
+    out = {}
+    for job in jobs:
+        r = real.get(job.job)
+        out[job.job] = int(r["submit_s"]) if r and r.get("submit_s") else job.submit_s
+    return out
+
+
+def write_gpuplan_trace(run_dir: Path, meta: dict, jobs: list[workload.Job], real: dict[int, dict]) -> float:
+    """gpuplan's input trace (``GPUPLAN_TRACE``): the jobs as sacct lists them, with the nominal run
+    times, the real eligibility and (with --begin) the real sbatch second, so a job submitted ahead
+    reads as submitted early. Returns the offset of gpuplan's t = 0 (the first eligibility) from t0."""
+    t0 = int(meta["t0"])
+    eligible = shared_offset(jobs, real)
+    begin = meta.get("submit_mode", "begin") == "begin"
+    submitted = {}
+    for job in jobs:
+        r = real.get(job.job)
+        sbatch = float(r["sbatch_s"]) if r and r.get("sbatch_s") else None
+        # sbatch --begin: Submit is when sbatch ran; at arrival, Submit = Eligible
+        submitted[job.job] = (
+            t0 + math.floor(sbatch) if begin and sbatch is not None else t0 + eligible[job.job]
+        )
+    shifted = [replace(job, submit_s=eligible[job.job]) for job in jobs]
+    workload.write_sacct(shifted, run_dir / GPUPLAN_TRACE, t0, submitted)
+    return float(min(eligible.values()))
+
+
+def preempt_type_name(meta: dict) -> str:
+    return {"preempt/partition_prio": "partition_prio", "preempt/qos": "qos"}.get(
+        str(meta.get("preempt_type")), "none"
+    )
+
+
+def shared_controller_start(meta: dict, offset_s: float, rounding: str = "log") -> float | None:
+    """slurmctld's start on gpuplan's clock (seconds from its t = 0), with its fraction: its log's
+    "slurmctld version ... started" line as replay.py recorded it (milliseconds; the process's start
+    from /proc, 10 ms and a few ms of clock offset, when the log has none)."""
+    start = meta.get("slurmctld_start") or {}
+    value = start.get("log_rel_t0_s")
+    if value is None:
+        value = start.get("process_rel_t0_s")
+    if value is None:
+        return None
+    start_s = float(value)
+    # --controller-start (issue 15, gap 4: which phase, and do whole seconds give the same
+    # agreement?): main / decay put gpuplan's one clock at the measured phase of the main loop's
+    # ticks (its first periodic pass, less the whole seconds since the start) or of the decay ticks
+    loops = meta.get("loops") or {}
+    passes = loops.get("main_periodic_passes_s") or []
+    if rounding == "main" and passes:
+        start_s = passes[0] - round(passes[0] - start_s)
+    elif rounding == "decay" and loops.get("decay_tick_s") is not None:
+        period = float(meta.get("priority_calc_period_s", 60))
+        start_s = loops["decay_tick_s"] - period * round((loops["decay_tick_s"] - start_s) / period)
+    start_s -= offset_s
+    return {"floor": math.floor(start_s), "ceil": math.ceil(start_s)}.get(rounding, round(start_s, 3))
+
+
+def scenario_text_shared(meta: dict, jobs: list[workload.Job], offset_s: float, rounding: str = "log") -> str:
+    """A scenario with every setting of a configuration-c/d replay that a scenario can state, from its
+    replay.json (slurm.conf and the accounting database as replay.py read them)."""
+    weights = meta["priority_weights"]
+    start = datetime.fromtimestamp(int(meta["t0"]) + offset_s, tz=UTC).isoformat()
+    users: dict[str, set[str]] = {}
+    for job in jobs:
+        users.setdefault(job.account, set()).add(job.username)
+    shares = {a["account"]: a["fairshare"] for a in meta.get("associations", []) if not a["user"]}
+    controller = shared_controller_start(meta, offset_s, rounding)
+    lines = [
+        f"# written by compare.py: the settings of configuration-{meta['config']} replay "
+        f"({meta.get('timings') or ''} timings) from its replay.json",
+        "name: fidelity-replay",
+        f"start: {start}",
+        "cluster:",
+        "  pools:",
+        f"    - {{name: gpu, nodes: {int(meta['nodes'])}, gpus_per_node: {int(meta['gpus_per_node'])}, "
+        f"cpus_per_node: {int(meta['node_cpus'])}, memory_gb: {int(meta['node_real_memory_mb']) / 1024:g}}}",
+        "teams:  # accounts with jobs; Fairshare from sacctmgr, users who submit",
+    ]
+    for account in sorted(users):
+        share = shares.get(account, "1")
+        lines.append(f"  - {{name: {account}, share: {share or 1}, users: {len(users[account])}}}")
+    team_map = ", ".join(f"{a}: {a}" for a in sorted(users))
+    lines += [
+        "workloads:",
+        "  - name: replay",
+        "    kind: batch",
+        "    pool: gpu",
+        f"    trace: {{path: {GPUPLAN_TRACE}, format: sacct, team_map: {{{team_map}}}}}",
+        "models:",
+        "  slurm:",
+        "    backfill: slurm",
+        f"    bf_interval: {int(meta['bf_interval'])}",
+        f"    bf_resolution: {int(meta['bf_resolution'])}",
+        f"    bf_window: {int(meta.get('bf_window_min', 1440))}",
+        f"    bf_max_job_test: {int(meta['bf_max_job_test'])}",
+        f"    sched_interval: {int(meta['sched_interval'])}",
+        f"    batch_sched_delay: {int(meta['batch_sched_delay'])}",
+        f"    default_queue_depth: {int(meta['default_queue_depth'])}",
+    ]
+    if controller is not None:
+        lines.append(f"    controller_start: {controller:g}  # slurmctld's start ({rounding})")
+    lines += [
+        f"    select_type: {str(meta['select_type']).removeprefix('select/')}",
+        "    priority_type: multifactor"
+        if meta["priority"] == "priority/multifactor"
+        else "    priority_type: basic",
+        f"    priority_weight_age: {weights['PriorityWeightAge']}",
+        f"    priority_weight_fairshare: {weights['PriorityWeightFairshare']}",
+        f"    priority_weight_job_size: {weights['PriorityWeightJobSize']}",
+        f"    priority_weight_partition: {weights['PriorityWeightPartition']}",
+        f"    priority_weight_qos: {weights['PriorityWeightQOS']}",
+        f"    priority_max_age: {duration_text(meta['priority_max_age_s'])}",
+        f"    priority_decay_half_life: {duration_text(meta['priority_decay_half_life_s'])}",
+        f"    priority_calc_period: {duration_text(meta['priority_calc_period_s'])}",
+        "    fairshare: fair_tree",
+        f"    accounting_storage_enforce: [{', '.join(f for f in meta['accounting_storage_enforce'] if f)}]",
+        f"    preempt_type: {preempt_type_name(meta)}",
+        f"    preempt_mode: {meta['preempt_mode']}",
+        f"    requeue_delay: {duration_text(int(meta['cred_expire_s']) + 1)}  # cred_expire + 1",
+        "    qos:",
+    ]
+    for q in meta["qos"]:
+        item = f"name: {q['name']}, priority: {q['priority']}"
+        if q["preempt"]:
+            item += f", preempt: [{', '.join(q['preempt'])}]"
+        if q["preempt_mode"] not in ("", "cluster"):
+            item += f", preempt_mode: {q['preempt_mode']}"
+        lines.append(f"      - {{{item}}}")
+    lines.append("    partitions:")
+    for p in meta["partition_settings"]:
+        item = (
+            f"name: {p['name']}, pool: gpu, priority_tier: {p['priority_tier']}, "
+            f"priority_job_factor: {p['priority_job_factor']}"
+        )
+        if p["preempt_mode"]:
+            item += f", preempt_mode: {str(p['preempt_mode']).lower()}"
+        if str(p["oversubscribe"]).upper() == "EXCLUSIVE":
+            item += ", exclusive: true"
+        lines.append(f"      - {{{item}}}")
+    return "\n".join(lines) + "\n"
+
+
+def shared_cannot_express(
+    meta: dict, jobs: list[workload.Job], sims: dict[str, dict[int, dict]]
+) -> list[str]:
+    """What a configuration-c/d replay has that gpuplan's scenario and model do not state."""
+    notes = [
+        "the sub-second phases of Slurm's loops and their drift (gpuplan ticks the main scheduler every "
+        "second from controller_start, runs backfill every bf_interval and decay ticks every "
+        "PriorityCalcPeriod from it)",
+    ]
+    columns = {c for sim in sims.values() for row in sim.values() for c in row.get("columns", ())}
+    with_cpus = [j.job for j in jobs if j.cpus_per_task > 1]
+    if with_cpus and not any("cpu" in c for c in columns):
+        notes.append(
+            f"CPUs: {len(with_cpus)} jobs ask --cpus-per-task (jobs {with_cpus[:8]}"
+            f"{'...' if len(with_cpus) > 8 else ''}); "
+            f"nodes have CPUs={meta['node_cpus']} and every job holds at least one CPU per node. The trace "
+            "states them (sacct cpu=) and the pool cpus_per_node, but gpuplan's jobs.parquet has no CPU "
+            "column: the model counts GPUs only"
+        )
+    with_mem = [j.job for j in jobs if j.mem_mb]
+    if "Memory" in str(meta.get("select_type_parameters")):
+        if not any("mem" in c for c in columns):
+            notes.append(
+                f"memory (SelectTypeParameters={meta['select_type_parameters']}): gpuplan counts GPUs only"
+            )
+    elif with_mem:
+        notes.append(
+            f"--mem of {len(with_mem)} jobs (no difference: with SelectTypeParameters="
+            f"{meta['select_type_parameters']} Slurm does not allocate memory either)"
+        )
+    no_jobs = sorted(
+        {(a["account"], a["user"]) for a in meta.get("associations", []) if a["user"]}
+        - {(j.account, j.username) for j in jobs}
+        - {("root", "root")}
+    )
+    if no_jobs:
+        notes.append(
+            "user associations without jobs "
+            + ", ".join(f"{a}/{u}" for a, u in no_jobs)
+            + ": they count in Slurm's Fair Tree (ranks over all user associations); gpuplan counts "
+            "only the users who submit (and the cluster's root user)"
+        )
+    if meta.get("sched_min_interval") == 0:
+        notes.append("sched_min_interval=0 (Slurm's default 2 µs between main passes; no setting in gpuplan)")
+    return notes
+
+
+def simulate_shared(
+    cmd: list[str],
+    run_dir: Path,
+    meta: dict,
+    jobs: list[workload.Job],
+    real: dict[int, dict],
+    rounding: str = "log",
+) -> tuple[dict[str, dict[int, dict]], float]:
+    """gpuplan on a configuration-c/d replay: its scenario with --backfill slurm, easy and none (the
+    same settings, priorities, partitions, QoS and preemption; only the backfill differs)."""
+    offset = write_gpuplan_trace(run_dir, meta, jobs, real)
+    path = run_dir / "gpuplan-scenario.yaml"
+    path.write_text(scenario_text_shared(meta, jobs, offset, rounding))
+    sims = {}
+    for backfill in ("slurm", "easy", "none"):
+        out = run_dir / f"gpuplan-{backfill}"
+        args = [*cmd, "simulate", str(path), "--model", "slurm", "--backfill", backfill, "--json",
+                "--out", str(out), "-q"]  # fmt: skip
+        proc = subprocess.run(args, capture_output=True, text=True, timeout=300)
+        if proc.returncode != 0:
+            raise GpuplanFailed(f"gpuplan failed ({proc.returncode}): {' '.join(args)}\n{proc.stderr}")
+        sims[backfill] = read_jobs_parquet(out, offset)
+    return sims, offset
+
+
+def within(diffs: list[float], seconds: float) -> float:
+    return round(sum(abs(d) <= seconds for d in diffs) / len(diffs), 3) if diffs else 0.0
+
+
+def preemption_agreement(real_counts: dict[int, int], other: dict[int, int]) -> dict[str, object]:
+    """Whether the same jobs were preempted the same number of times."""
+    differ = sorted(k for k in real_counts if other.get(k, 0) != real_counts[k])
+    return {
+        "real_preempted_jobs": sorted(k for k, n in real_counts.items() if n),
+        "real_preemptions": sum(real_counts.values()),
+        "other_preemptions": sum(other.get(k, 0) for k in real_counts),
+        "same": not differ,
+        "jobs_differing": differ,
+        "same_share": round(1 - len(differ) / len(real_counts), 3) if real_counts else 1.0,
+    }
+
+
+def loop_phases(meta: dict) -> str:
+    """The measured clocks of slurmctld's loops relative to its start (README, gap 4 of issue 15)."""
+    recorded = meta.get("slurmctld_start") or {}
+    start = recorded.get("log_rel_t0_s")
+    if start is None:
+        start = recorded.get("process_rel_t0_s")
+    loops = meta.get("loops") or {}
+    if start is None:
+        return "slurmctld's start was not recorded"
+    parts = [f"slurmctld started at t0{start:+.3f} s (log; process {recorded.get('process_rel_t0_s')})"]
+    main = loops.get("main_periodic_passes_s") or []
+    if main:
+        parts.append(
+            f"first periodic main pass {main[0] - start:+.3f} s after it, "
+            f"fraction {(main[0] - start) % 1:.3f}"
+        )
+    if loops.get("decay_tick_s") is not None:
+        parts.append(
+            f"decay tick {(loops['decay_tick_s'] - start) % meta.get('priority_calc_period_s', 60):.3f} s "
+            "past a whole PriorityCalcPeriod from it"
+        )
+    cycles = loops.get("backfill_cycles_s") or []
+    if cycles:
+        parts.append(f"backfill cycles at fraction {(cycles[0] - start) % 1:.3f} (first measured)")
+    return "; ".join(parts)
+
+
+def compare_shared(args: argparse.Namespace, run_dir: Path, meta: dict) -> int:
+    """compare.py for configurations c and d (setup.sh): real vs real and gpuplan, per job and in all,
+    within ±2 s and ±(bf_interval + 2) s, and the preemptions per job."""
+    jobs = {j.job: j for j in workload.read_csv(run_dir / "trace.csv")}
+    job_list = list(jobs.values())
+    with (run_dir / "real.csv").open(newline="") as fh:
+        real = {int(r["job"]): r for r in csv.DictReader(fh)}
+    bf_tolerance = int(meta["bf_interval"]) + 2
+    tolerance = args.tolerance if args.tolerance is not None else bf_tolerance
+    sims: dict[str, dict[int, dict]] = {}
+    gpuplan_error = None
+    offset = 0.0
+    if not args.no_gpuplan:
+        try:
+            sims, offset = simulate_shared(
+                gpuplan_command(args.gpuplan), run_dir, meta, job_list, real, args.controller_start
+            )
+        except GpuplanFailed as exc:
+            gpuplan_error = str(exc)
+            print(f"warning: {gpuplan_error.splitlines()[0]}; last lines:\n"
+                  + "\n".join(gpuplan_error.splitlines()[-3:]), file=sys.stderr)  # fmt: skip
+    other = None
+    if args.repeat:
+        with (args.repeat / "real.csv").open(newline="") as fh:
+            other = {int(r["job"]): r for r in csv.DictReader(fh) if r["start_s"]}
+        sims["repeat"] = {
+            k: {"start_s": int(r["start_s"]), "preemptions": int(r.get("preemptions") or 0),
+                "node_list": r.get("first_node_list") or r["node_list"]}
+            for k, r in other.items()
+        }  # fmt: skip
+    how = how_started(run_dir / "slurmctld.log")
+    rows = []
+    for k, job in sorted(jobs.items()):
+        r = real.get(k)
+        if r is None or not r["start_s"]:
+            continue
+        row = {
+            "job": k,
+            "shape": f"{job.nodes}x{job.gpus_per_node}",
+            "cpus": job.cpus_per_task,
+            "mem_mb": job.mem_mb,
+            "partition": job.partition,
+            "qos": job.qos or "normal",
+            "account": job.account,
+            "user": job.username,
+            "submit_s": job.submit_s,
+            "eligible_s": int(r["submit_s"]),
+            "limit_s": job.time_limit_min * 60,
+            "run_s": job.run_s,
+            "real_start_s": int(r["start_s"]),
+            "real_final_start_s": int(r.get("final_start_s") or r["start_s"]),
+            "real_preemptions": int(r.get("preemptions") or 0),
+            "real_by": how.get(r["slurm_id"], "?"),
+            "real_nodes": r.get("first_node_list") or r["node_list"],
+        }
+        for name, sim in sims.items():
+            s = sim.get(k)
+            start = s["start_s"] if s else None
+            row[f"sim_{name}_start_s"] = start
+            row[f"diff_{name}_s"] = None if start is None else row["real_start_s"] - start
+            row[f"preemptions_{name}"] = s["preemptions"] if s else None
+        rows.append(row)
+    if not rows:
+        raise SystemExit("no job has a real start time: the replay failed")
+
+    print(f"run {run_dir.name}: configuration {meta['config']} ({meta.get('timings')} timings), "
+          f"{meta['slurm_version']}, {meta['preempt_type']}, SchedulerParameters="
+          f"{meta.get('scheduler_parameters')}; submission: {meta.get('submit_mode')}")  # fmt: skip
+    print(f"{len(rows)} jobs: shapes {workload.shapes_text(job_list)}; "
+          f"{sum(j.cpus_per_task > 0 for j in job_list)} ask CPUs, "
+          f"{sum(j.mem_mb > 0 for j in job_list)} memory; "
+          f"accounts/users {sorted({(j.account, j.username) for j in job_list})}")  # fmt: skip
+    print(loop_phases(meta))
+    shown = [n for n in ("repeat", "slurm", "easy", "none") if n in sims]
+    header = (
+        f"{'job':>4} {'shape':>5} {'cpu':>3} {'part':>5} {'qos':>6} {'user':>9} {'submit':>6} {'limit':>5}"
+        f" {'run':>4} {'real':>5} {'by':>8} {'pre':>3}"
+    )
+    header += "".join(f" {'Δ' + n:>8}" for n in shown) + "  preemptions " + "/".join(shown) + "  nodes(real)"
+    print(header)
+
+    def fmt(v: float | None) -> str:
+        return "-" if v is None else f"{v:+.0f}"
+
+    for row in rows:
+        line = (
+            f"{row['job']:>4} {row['shape']:>5} {row['cpus']:>3} {row['partition']:>5} {row['qos']:>6}"
+            f" {row['user'].removeprefix('sim_'):>9} {row['submit_s']:>6} {row['limit_s']:>5}"
+            f" {row['run_s']:>4}"
+            f" {row['real_start_s']:>5} {row['real_by']:>8} {row['real_preemptions']:>3}"
+        )
+        line += "".join(f" {fmt(row[f'diff_{n}_s']):>8}" for n in shown)
+        line += "  " + "/".join(fmt(row[f"preemptions_{n}"]).lstrip("+") for n in shown)
+        line += f"  {row['real_nodes']}"
+        print(line)
+
+    real_counts = {row["job"]: row["real_preemptions"] for row in rows}
+    summary = {}
+    for name in shown:
+        diffs = [row[f"diff_{name}_s"] for row in rows if row[f"diff_{name}_s"] is not None]
+        summary[name] = summarize(diffs, tolerance)
+        summary[name]["within_2s"] = within(diffs, 2)
+        summary[name]["within_bf_interval_plus_2s"] = within(diffs, bf_tolerance)
+        counts = {row["job"]: row[f"preemptions_{name}"] or 0 for row in rows}
+        summary[name]["preemptions"] = preemption_agreement(real_counts, counts)
+    real_wait = round(statistics.fmean(row["real_start_s"] - row["eligible_s"] for row in rows), 1)
+    notes = shared_cannot_express(meta, job_list, {k: v for k, v in sims.items() if k != "repeat"})
+    ref_skipped = (
+        "reference.py (ref, ref-phase, ref-real) skipped: it models whole-node jobs of one user per "
+        "account under partition tiers, without jobs sharing nodes, CPUs, QoS or preemption "
+        f"(configuration {meta['config']} has them)"
+    )
+    report = {
+        "run": run_dir.name,
+        "config": meta["config"],
+        "timings": meta.get("timings"),
+        "submit_mode": meta.get("submit_mode"),
+        "jobs": len(rows),
+        "bf_interval": int(meta["bf_interval"]),
+        "tolerance_s": tolerance,
+        "real_mean_wait_s": real_wait,
+        "real_preempted_jobs": sorted(k for k, n in real_counts.items() if n),
+        "start_diff_real_minus_sim": summary,
+        "gpuplan_offset_s": offset,
+        "gpuplan_controller_start": args.controller_start,
+        "gpuplan_cannot_express": notes,
+        "gpuplan_error": gpuplan_error,
+        "reference": ref_skipped,
+        "real_started_by": {k: sum(row["real_by"] == k for row in rows) for k in ("main", "backfill", "?")},
+        "late_submissions": meta.get("late_submissions", []),
+    }
+    print()
+    print(f"real mean wait {real_wait:.1f} s; preempted: {len(report['real_preempted_jobs'])} jobs "
+          f"{report['real_preempted_jobs']}, {sum(real_counts.values())} times; started by the main "
+          f"scheduler {report['real_started_by']['main']}, "
+          f"backfill {report['real_started_by']['backfill']}")  # fmt: skip
+    for name, s in summary.items():
+        p = s["preemptions"]
+        first = f"job {s['first_divergence']}" if s["first_divergence"] else "none"
+        same = (
+            "same jobs preempted as often"
+            if p["same"]
+            else f"preemptions differ for jobs {p['jobs_differing']}"
+        )
+        print(f"{name:>7}: {s['within_2s']:6.1%} within ±2 s, {s['within_bf_interval_plus_2s']:6.1%} within "
+              f"±{bf_tolerance} s ({s['within_count']}/{s['n']} within ±{tolerance:g} s, "
+              f"{s['exact']:.0%} exact); "
+              f"real − sim mean {s['mean']:+.1f} s, max |Δ| {s['max_abs']:.0f}; first beyond: {first}; "
+              f"{p['other_preemptions']} preemptions ({same})")  # fmt: skip
+    for note in notes:
+        print(f"gpuplan cannot express: {note}")
+    print(ref_skipped)
+    with (run_dir / "compare.csv").open("w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    (run_dir / "compare.json").write_text(json.dumps(report, indent=2) + "\n")
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("run_dir", type=Path)
@@ -302,6 +749,14 @@ def main() -> int:
     ap.add_argument("--repeat", type=Path, help="another replay of the same trace: also print real vs real")
     ap.add_argument("--ablate", action="store_true", help="reference.py with each behaviour switched off")
     ap.add_argument("--no-gpuplan", action="store_true", help="reference models only")
+    ap.add_argument(
+        "--controller-start",
+        choices=("log", "floor", "ceil", "main", "decay"),
+        default="log",
+        help="configurations c and d: gpuplan's controller_start is slurmctld's start with its "
+        "fraction (log, default), the whole second before (floor) or after (ceil) it, or the "
+        "measured phase of the main loop's ticks (main) or of the decay ticks (decay)",
+    )
     ap.add_argument(
         "--plans",
         action="store_true",
@@ -313,6 +768,8 @@ def main() -> int:
         if not (run_dir / name).exists():
             raise SystemExit(f"{run_dir / name} missing: run replay.py first")
     meta = json.loads((run_dir / "replay.json").read_text())
+    if meta.get("config") in SHARED_CONFIGS:
+        return compare_shared(args, run_dir, meta)
     jobs = {j.job: j for j in workload.read_csv(run_dir / "trace.csv")}
     with (run_dir / "real.csv").open(newline="") as fh:
         real = {int(r["job"]): r for r in csv.DictReader(fh)}

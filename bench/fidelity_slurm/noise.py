@@ -84,6 +84,11 @@ def main() -> int:
     args = ap.parse_args()
     if args.run_dir:
         meta = json.loads((args.run_dir / "replay.json").read_text())
+        if meta.get("config") not in ("a", "b"):
+            raise SystemExit(
+                f"configuration {meta.get('config')}: reference.py models whole-node jobs of "
+                "configurations a and b only (no shared nodes, QoS or preemption)"
+            )
         jobs = workload.read_csv(args.run_dir / "trace.csv")
         with (args.run_dir / "real.csv").open(newline="") as fh:
             real = {int(r["job"]): r for r in csv.DictReader(fh)}
