@@ -58,7 +58,8 @@ models:
 
 def real_attempts(path: Path) -> dict[int, list[float]]:
     """Each job's starts on the real Slurm (sacct -D: one row per attempt), seconds from the first submit."""
-    rows = [row for row in csv.DictReader(path.open(), delimiter="|") if "." not in row["JobID"]]
+    lines = path.read_text().splitlines()
+    rows = [row for row in csv.DictReader(lines, delimiter="|") if "." not in row["JobID"]]
     epoch = min(datetime.fromisoformat(row["Submit"]).timestamp() for row in rows)
     starts: dict[int, list[float]] = {}
     for row in rows:

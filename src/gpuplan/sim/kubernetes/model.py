@@ -327,12 +327,6 @@ class KubernetesRun:
         self.pool_used[pool] += delta
         self.touched.add(pool)
 
-    def _job_used(self, j: int, sign: int) -> None:
-        milli = sign * self.requests[j].gpu_milli_total
-        first = int(self.first_pod[j])
-        for p in range(first, first + int(self.placed[j])):
-            self._used(int(self.pod_node[p]), milli)
-
     def _enqueue(self, j: int) -> None:
         self.state[j] = QUEUED
         self._queued(j, +1)
@@ -396,13 +390,14 @@ class KubernetesRun:
         self.placed[j] += 1
 
     def _release_pods(self, j: int) -> None:
-        if self.state[j] == RUNNING:
-            self._job_used(j, -1)
         pod, priority = self.requests[j], int(self.priority[j])
+        running = self.state[j] == RUNNING  # its GPUs were busy (a partly placed job's were idle)
         first = int(self.first_pod[j])
         for p in range(first, first + int(self.placed[j])):
             node = int(self.pod_node[p])
             self.nodes.give_back(node, int(self.pod_mask[p]), pod.milli, pod.cpu, pod.mem, True)
+            if running:
+                self._used(node, -pod.gpu_milli_total)
             self.index.remove(node, j, priority, pod)
             self.pod_node[p], self.pod_mask[p] = -1, 0
         self.placed[j] = 0
@@ -423,13 +418,14 @@ class KubernetesRun:
     def _start(self, j: int) -> None:
         self._idle_until_now(j)
         self.state[j] = RUNNING
-        self._job_used(j, +1)
         self.placing -= 1
         self._queued(j, -1)
         if math.isnan(self.start_s[j]):
             self.start_s[j] = self.now
         self.run_began[j] = self.now
         first, last = int(self.first_pod[j]), int(self.first_pod[j + 1])
+        for node in self.pod_node[first:last].tolist():  # all its pods bound: their GPUs are busy now
+            self._used(node, self.requests[j].gpu_milli_total)
         self.final_node[first:last] = self.pod_node[first:last]
         self._push(self.now + float(self.remaining[j]), END, j, int(self.generation[j]))
 
@@ -788,8 +784,8 @@ class KubernetesRun:
             words[j] = why
         if self.kueue is not None:  # pending in a ClusterQueue at the end (none are in a requeue backoff)
             for j in np.flatnonzero((self.state == QUEUED) & ~self.rejected).tolist():
-                now = self.kueue.held_reason(j, float(self.queued_at[j]))
-                words[j] = now or words[j] or PENDING_EVALUATION
+                at_end = self.kueue.held_reason(j, float(self.queued_at[j]))
+                words[j] = at_end or words[j] or PENDING_EVALUATION
         for j in np.flatnonzero(self.state == PLACING).tolist():
             words[j] = UNSCHEDULABLE
         labels = ("", REQUEUING_LIMIT_EXCEEDED, *sorted(set(words) - {"", REQUEUING_LIMIT_EXCEEDED}))
