@@ -1,11 +1,14 @@
 """Scale: about a million jobs on 10,000 GPUs (1,250 nodes x 8) under the Slurm model with
 multifactor priority (age and fair share over ten accounts) and Slurm's backfill.
 
-    python bench/bench_slurm_scale.py [--days 96] [--sizes whole|gpu]
+    python bench/bench_slurm_scale.py [--days 96] [--sizes whole|gpu] [--cpus-per-task N]
 
 ``--sizes whole`` (default): jobs of 1, 2, 4 or 8 whole nodes. ``--sizes gpu``: a third of the jobs
-ask 1, 2 or 4 GPUs of a node and share nodes (select/cons_tres), at the same GPU-hours. Prints the
-jobs, the simulation time and the peak memory of this process (target: <= 60 s, <= 1 GB).
+ask 1, 2 or 4 GPUs of a node and share nodes (select/cons_tres), at the same GPU-hours. Nodes have
+112 CPUs and 2,048 GB (BM.GPU.H100.8's cores and memory), and jobs sharing them hold CPUs: one per
+node (Slurm's default), or ``--cpus-per-task N`` each: with N above a GPU's share of the CPUs (14)
+CPUs bind, and such jobs fit a node only with both their GPUs and their CPUs free. Prints the jobs,
+the simulation time and the peak memory of this process (target: <= 60 s, <= 1 GB).
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import argparse
 import resource
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -70,6 +74,7 @@ def main() -> None:
     )
     parser.add_argument("--days", type=int, default=96)  # about a million jobs
     parser.add_argument("--sizes", choices=sorted(SIZES), default="whole")
+    parser.add_argument("--cpus-per-task", type=int, default=0, help="CPUs of each job sharing nodes (0: 1)")
     args = parser.parse_args()
     days = args.days
     with tempfile.TemporaryDirectory() as directory:
@@ -80,9 +85,14 @@ def main() -> None:
         workload = synthesize(loaded)
         synth_s = time.perf_counter() - began
     pool = loaded.pools[0]
-    pools = [Pool(pool.name, pool.nodes, pool.gpus_per_node)]
+    pools = [Pool(pool.name, pool.nodes, pool.gpus_per_node, cpu_milli=112_000, memory_mib=2048 * 1024)]
     settings = from_scenario(loaded.scenario.models.slurm)
-    run = simulate_slurm(workload.jobs, pools, settings, team_shares=workload.team_shares)
+    jobs = workload.jobs
+    if args.cpus_per_task:
+        sharing = jobs.gpus_per_node < pool.gpus_per_node
+        cpus = np.where(sharing, args.cpus_per_task, 0).astype(np.int32)
+        jobs = replace(jobs, cpus_per_node=cpus, cpus_per_task=cpus)
+    run = simulate_slurm(jobs, pools, settings, team_shares=workload.team_shares)
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     wait = (run.start_s - run.jobs.submit_s)[run.started]
     offered = float((run.jobs.gpus * run.run_s).sum() / (pool.gpus * days * 86400))

@@ -84,6 +84,8 @@ class Workload:
     partitions: list[str] = field(default_factory=list)
     checkpoints: list[float] = field(default_factory=list)
     gpus_per_node: list[int] = field(default_factory=list)
+    cpus_per_node: list[int] = field(default_factory=list)
+    mem_per_node: list[float] = field(default_factory=list)
 
     def job(
         self,
@@ -99,6 +101,8 @@ class Workload:
         partition: str = "",
         checkpoint: float | None = None,
         gpus: int = 1,
+        cpus: int = 0,
+        mem_mb: float | None = None,
     ) -> Workload:
         self.ids.append(len(self.ids) + 1 if job_id is None else job_id)
         self.submit.append(submit)
@@ -111,13 +115,15 @@ class Workload:
         self.partitions.append(partition)
         self.checkpoints.append(math.nan if checkpoint is None else checkpoint)
         self.gpus_per_node.append(gpus)
+        self.cpus_per_node.append(cpus)
+        self.mem_per_node.append(math.nan if mem_mb is None else mem_mb)
         return self
 
     def copy(self) -> Workload:
         return Workload(*(list(getattr(self, f.name)) for f in fields(self)))
 
     def table(self) -> JobTable:
-        return JobTable.build(
+        table = JobTable.build(
             job_id=self.ids,
             submit_s=self.submit,
             duration_s=self.run,
@@ -129,6 +135,11 @@ class Workload:
             partition=self.partitions or None,
             checkpoint_s=self.checkpoints or None,
             gpus_per_node=self.gpus_per_node or 1,
+        )
+        return replace(
+            table,
+            cpus_per_node=np.array(self.cpus_per_node, dtype=np.int32),
+            mem_per_node=np.array(self.mem_per_node, dtype=np.float64),
         )
 
     def simulate(
@@ -151,9 +162,10 @@ def workload() -> Workload:
     return Workload()
 
 
-def batch_pool(nodes: int, gpus_per_node: int = 1) -> Pool:
-    """The one Slurm pool of the tests, ``batch``: ``nodes`` nodes of ``gpus_per_node`` GPUs."""
-    return Pool("batch", nodes, gpus_per_node)
+def batch_pool(nodes: int, gpus_per_node: int = 1, cpus: int = 0, mem_mb: int = 0) -> Pool:
+    """The one Slurm pool of the tests, ``batch``: ``nodes`` nodes of ``gpus_per_node`` GPUs (and
+    ``cpus`` CPUs and ``mem_mb`` MB each, 0: unknown)."""
+    return Pool("batch", nodes, gpus_per_node, cpu_milli=1000 * cpus, memory_mib=mem_mb)
 
 
 def run_slurm(
@@ -166,12 +178,15 @@ def run_slurm(
     team_shares: dict[str, float] | None = None,
     epoch_s: float | None = None,
     submitted_early: list[bool] | None = None,
+    node_cpus: int = 0,
+    node_mem_mb: int = 0,
     **options: Any,
 ) -> ModelRun:
     """The Slurm model on ``jobs`` on ``batch_pool(nodes, gpus_per_node)``, with ``settings``, or
     else ``SlurmSettings(**options)`` over the file's common settings ``base``. ``team_shares``:
     the accounts' Fairshare=; ``epoch_s``: the Unix time of t = 0; ``submitted_early``: per job,
-    submitted before its submit time with --begin (noticed by the next pass)."""
+    submitted before its submit time with --begin (noticed by the next pass); ``node_cpus``,
+    ``node_mem_mb``: each node's CPUs and memory (0: unknown)."""
     table = jobs.table() if isinstance(jobs, Workload) else jobs
     if submitted_early is not None:
         table = replace(table, submitted_early=np.array(submitted_early))
@@ -180,7 +195,11 @@ def run_slurm(
     elif base or options:
         raise TypeError("run_slurm takes settings or options, not both")
     return simulate_slurm(
-        table, [batch_pool(nodes, gpus_per_node)], settings, team_shares=team_shares, epoch_s=epoch_s
+        table,
+        [batch_pool(nodes, gpus_per_node, node_cpus, node_mem_mb)],
+        settings,
+        team_shares=team_shares,
+        epoch_s=epoch_s,
     )
 
 

@@ -380,6 +380,14 @@ def shared_controller_start(meta: dict, offset_s: float, rounding: str = "log") 
     return {"floor": math.floor(start_s), "ceil": math.ceil(start_s)}.get(rounding, round(start_s, 3))
 
 
+def select_type_parameters(meta: dict) -> str:
+    """slurm.conf's SelectTypeParameters as a scenario states it (Slurm's default when unset:
+    CR_Core_Memory, cons_common.c:select_p_node_init); CR_CPU counts the same as CR_Core with one
+    thread per core."""
+    value = str(meta.get("select_type_parameters") or "CR_Core_Memory")
+    return "CR_Core_Memory" if "Memory" in value else "CR_Core"
+
+
 def scenario_text_shared(meta: dict, jobs: list[workload.Job], offset_s: float, rounding: str = "log") -> str:
     """A scenario with every setting of a configuration-c/d replay that a scenario can state, from its
     replay.json (slurm.conf and the accounting database as replay.py read them)."""
@@ -426,6 +434,7 @@ def scenario_text_shared(meta: dict, jobs: list[workload.Job], offset_s: float, 
         lines.append(f"    controller_start: {controller:g}  # slurmctld's start ({rounding})")
     lines += [
         f"    select_type: {str(meta['select_type']).removeprefix('select/')}",
+        f"    select_type_parameters: {select_type_parameters(meta)}",
         "    priority_type: multifactor"
         if meta["priority"] == "priority/multifactor"
         else "    priority_type: basic",
@@ -465,32 +474,15 @@ def scenario_text_shared(meta: dict, jobs: list[workload.Job], offset_s: float, 
     return "\n".join(lines) + "\n"
 
 
-def shared_cannot_express(
-    meta: dict, jobs: list[workload.Job], sims: dict[str, dict[int, dict]]
-) -> list[str]:
+def shared_cannot_express(meta: dict, jobs: list[workload.Job]) -> list[str]:
     """What a configuration-c/d replay has that gpuplan's scenario and model do not state."""
     notes = [
         "the sub-second phases of Slurm's loops and their drift (gpuplan ticks the main scheduler every "
         "second from controller_start, runs backfill every bf_interval and decay ticks every "
         "PriorityCalcPeriod from it)",
     ]
-    columns = {c for sim in sims.values() for row in sim.values() for c in row.get("columns", ())}
-    with_cpus = [j.job for j in jobs if j.cpus_per_task > 1]
-    if with_cpus and not any("cpu" in c for c in columns):
-        notes.append(
-            f"CPUs: {len(with_cpus)} jobs ask --cpus-per-task (jobs {with_cpus[:8]}"
-            f"{'...' if len(with_cpus) > 8 else ''}); "
-            f"nodes have CPUs={meta['node_cpus']} and every job holds at least one CPU per node. The trace "
-            "states them (sacct cpu=) and the pool cpus_per_node, but gpuplan's jobs.parquet has no CPU "
-            "column: the model counts GPUs only"
-        )
     with_mem = [j.job for j in jobs if j.mem_mb]
-    if "Memory" in str(meta.get("select_type_parameters")):
-        if not any("mem" in c for c in columns):
-            notes.append(
-                f"memory (SelectTypeParameters={meta['select_type_parameters']}): gpuplan counts GPUs only"
-            )
-    elif with_mem:
+    if with_mem and "Memory" not in str(meta.get("select_type_parameters")):
         notes.append(
             f"--mem of {len(with_mem)} jobs (no difference: with SelectTypeParameters="
             f"{meta['select_type_parameters']} Slurm does not allocate memory either)"
@@ -687,7 +679,7 @@ def compare_shared(args: argparse.Namespace, run_dir: Path, meta: dict) -> int:
         counts = {row["job"]: row[f"preemptions_{name}"] or 0 for row in rows}
         summary[name]["preemptions"] = preemption_agreement(real_counts, counts)
     real_wait = round(statistics.fmean(row["real_start_s"] - row["eligible_s"] for row in rows), 1)
-    notes = shared_cannot_express(meta, job_list, {k: v for k, v in sims.items() if k != "repeat"})
+    notes = shared_cannot_express(meta, job_list)
     ref_skipped = (
         "reference.py (ref, ref-phase, ref-real) skipped: it models whole-node jobs of one user per "
         "account under partition tiers, without jobs sharing nodes, CPUs, QoS or preemption "

@@ -49,6 +49,8 @@ def test_json_prints_the_model_summary(tmp_path: Path, backfill: str) -> None:
         "state",
         "nodes",
         "gpus",
+        "cpus",
+        "mem_mb",
         "pool",
         "node_list",
         "preemptions",
@@ -57,7 +59,16 @@ def test_json_prints_the_model_summary(tmp_path: Path, backfill: str) -> None:
     ]
     assert jobs.num_rows == 2000
     timeline = pq.read_table(tmp_path / "timeline.parquet")
-    assert timeline.column_names == ["model", "pool", "time_s", "busy_gpus", "queued_jobs", "nodes_up"]
+    assert timeline.column_names == [
+        "model",
+        "pool",
+        "time_s",
+        "busy_gpus",
+        "queued_jobs",
+        "nodes_up",
+        "busy_cpus",
+        "busy_mem_mb",
+    ]
 
 
 def test_easy_waits_less_than_fifo_on_the_example(tmp_path: Path) -> None:

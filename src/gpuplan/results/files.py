@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -30,11 +31,18 @@ def _constant(value: str, rows: int) -> pa.DictionaryArray:
 
 
 def jobs_table(run: ModelRun) -> pa.Table:
-    """One row per job: model, job_id, team, submit_s, start_s, end_s, state, nodes, gpus, pool, node_list,
+    """One row per job: model, job_id, team, submit_s, start_s, end_s, state, nodes, gpus, cpus and
+    mem_mb (held over all its nodes; null where the model does not count them), pool, node_list,
     then preemptions, lost_gpu_s (work lost to preemption) and reason (why it was refused, or the
     last limit that held it pending; null for none)."""
     jobs = run.jobs
     never_started = ~run.started
+
+    def held(values: npt.NDArray[np.float64] | None) -> pa.Array:
+        if values is None:
+            return pa.nulls(len(jobs), pa.float64())
+        return pa.array(values, mask=np.isnan(values))
+
     return pa.table(
         {
             "model": _constant(run.model, len(jobs)),
@@ -46,6 +54,8 @@ def jobs_table(run: ModelRun) -> pa.Table:
             "state": pa.DictionaryArray.from_arrays(run.state.astype(np.int32), list(JOB_STATES)),
             "nodes": jobs.nodes,
             "gpus": jobs.gpus,
+            "cpus": held(run.job_cpus),
+            "mem_mb": held(run.job_mem_mb),
             "pool": pa.DictionaryArray.from_arrays(run.pool_of_job, [p.pool.name for p in run.pools]),
             "node_list": run.node_lists(),
             "preemptions": run.preemptions,
@@ -66,7 +76,8 @@ def _reasons(run: ModelRun) -> pa.Array:
 
 def timeline_table(run: ModelRun) -> pa.Table:
     """Per pool, the state after each scheduling instant: busy GPUs (jobs and service replicas),
-    queued jobs, nodes up."""
+    queued jobs, nodes up, and the CPUs and memory (MB) running jobs hold (null where the model does
+    not count them)."""
     tables = []
     for pool in run.pools:
         timeline = pool.schedule.timeline
@@ -83,6 +94,12 @@ def timeline_table(run: ModelRun) -> pa.Table:
                         np.full(rows, pool.pool.nodes, dtype=np.int32)
                         if timeline.nodes_up is None
                         else timeline.nodes_up
+                    ),
+                    "busy_cpus": (
+                        pa.nulls(rows, pa.int64()) if timeline.busy_cpus is None else timeline.busy_cpus
+                    ),
+                    "busy_mem_mb": (
+                        pa.nulls(rows, pa.int64()) if timeline.busy_mem_mb is None else timeline.busy_mem_mb
                     ),
                 }
             )

@@ -13,7 +13,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import Discriminator, Field, Tag, model_validator
+from pydantic import Discriminator, Field, Tag, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
 from gpuplan.scenario.hybrid import HybridSettings
@@ -28,6 +28,7 @@ from gpuplan.scenario.units import (
     SizeMix,
     parse_size,
 )
+from gpuplan.sim.slurm.billing import billing_weights
 
 Level = Literal["none", "low", "medium", "high"]
 PreemptMode = Literal["off", "cancel", "requeue", "suspend"]
@@ -39,6 +40,7 @@ MAX_NODES = MAX_SIZE_NODES  # nodes of a pool: the largest GPU clusters have som
 MAX_GPUS_PER_NODE = MAX_SIZE_GPUS_PER_NODE  # a GB200 NVL72 rack has 72 GPUs
 MAX_CPUS_PER_NODE = 4096
 MAX_MEMORY_GB = 65536.0  # 64 TiB
+MAX_MEMORY_MB_PER_NODE = int(MAX_MEMORY_GB * 1024)  # Slurm's MB are MiB
 MAX_PRICE_PER_GPU_HOUR = 1000.0  # USD; list prices are 1-15
 MAX_USERS = 100_000
 MAX_SHARE = 1_000_000.0
@@ -530,6 +532,44 @@ class SlurmSection(Section):
     select_type: Literal["cons_tres", "linear"] = Field(
         "cons_tres", description="SelectType: select/cons_tres (jobs take GPUs, share nodes) or select/linear"
     )
+    select_type_parameters: Literal["CR_Core", "CR_Core_Memory"] = Field(
+        "CR_Core",
+        description=(
+            "SelectTypeParameters: CR_Core (CPUs are consumed, memory is not) or CR_Core_Memory (both; "
+            "Slurm's default and the OCI HPC stack's: a job asking no memory, with no DefMemPer*, then "
+            "holds its nodes' whole memory)"
+        ),
+    )
+    def_cpu_per_gpu: int = Field(
+        0,
+        ge=0,
+        le=MAX_CPUS_PER_NODE,
+        description="DefCpuPerGPU: CPUs per GPU for a job asking none (0: unset)",
+    )
+    def_mem_per_gpu: int = Field(
+        0, ge=0, le=MAX_MEMORY_MB_PER_NODE, description="DefMemPerGPU, MB (0: unset; CR_Core_Memory only)"
+    )
+    def_mem_per_cpu: int = Field(
+        0, ge=0, le=MAX_MEMORY_MB_PER_NODE, description="DefMemPerCPU, MB (0: unset; CR_Core_Memory only)"
+    )
+    def_mem_per_node: int = Field(
+        0, ge=0, le=MAX_MEMORY_MB_PER_NODE, description="DefMemPerNode, MB (0: unset; CR_Core_Memory only)"
+    )
+    tres_billing_weights: str = Field(
+        "",
+        max_length=200,
+        description=(
+            "TRESBillingWeights, e.g. 'CPU=1.0,Mem=0.25G,GRES/gpu=2.0': what fair-share usage counts "
+            "(unset: a job's CPUs, Slurm's default)"
+        ),
+    )
+
+    @field_validator("tres_billing_weights")
+    @classmethod
+    def _billing_weights(cls, value: str) -> str:
+        billing_weights(value)  # a ValueError names the item
+        return value
+
     reservations: list[ReservationSpec] = Field(
         default_factory=list, description="advance reservations: maintenance windows, a team's nodes"
     )

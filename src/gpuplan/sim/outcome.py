@@ -80,6 +80,10 @@ class ModelRun:
     preemptions: Int32  # times each job was preempted
     lost_gpu_s: Float64  # GPU-seconds of each job's work lost to preemption (redone or never finished)
     job_gpus: Float64 | None = None  # GPUs each job occupies when not nodes x gpus_per_node (GPU shares)
+    # CPUs and memory (MB) each job holds over all its nodes (sacct AllocTRES cpu, mem), NaN where
+    # the model does not count them; None: counted for no job
+    job_cpus: Float64 | None = None
+    job_mem_mb: Float64 | None = None
     extra: dict[str, Any] = field(default_factory=dict)  # model-specific figures, merged into the summary
     # Why each job was refused, else the last limit that held it pending other than waiting its turn
     # or for free nodes (kept when it ran, as sacct's Reason), else what held it at the end if it never

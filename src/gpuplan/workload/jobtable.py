@@ -130,6 +130,9 @@ class JobTable:
     checkpoint_s: Float64 | None = None  # checkpoint interval (NaN: never checkpoints)
     # submitted before it became eligible at submit_s (sbatch --begin, a dependency)
     submitted_early: Bool | None = None
+    cpus_per_task: Int32 | None = None  # sbatch --cpus-per-task (0: none asked)
+    # when sbatch ran, its SubmitTime (a submitted_early job's is before submit_s; NaN: submit_s)
+    submitted_s: Float64 | None = None
 
     def column(self, name: str) -> Labels | npt.NDArray[Any]:
         """A column, with optional columns filled with their defaults ("", NaN, False) when absent."""
@@ -140,6 +143,8 @@ class JobTable:
             return Labels.constant("", len(self))
         if name == "submitted_early":
             return np.zeros(len(self), dtype=bool)
+        if name == "cpus_per_task":
+            return np.zeros(len(self), dtype=np.int32)
         return np.full(len(self), np.nan)
 
     def __post_init__(self) -> None:

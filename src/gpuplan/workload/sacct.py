@@ -553,8 +553,10 @@ def read_sacct(path: Path | str, *, gpus_per_node: int = 8, skip_bad_lines: bool
     unknown (NaN), not ReqTRES's, which then shows the node's RealMemory for a job that asked none
     (job_mgr.c:job_get_tres_mem). Nodes = NNodes, else the TRES ``node=`` count; each node gets
     ceil(GPUs / nodes) GPUs (so 1 GPU on 2 nodes simulates as 2 x 1), CPUs and memory are divided
-    evenly. The job keeps its own node count: ``gpus_per_node`` only groups the GPUs of a job whose node
-    count the file does not give (ceil(GPUs / gpus_per_node) nodes, as the other GPU traces); a job
+    evenly. A job whose ReqTRES asks the CPUs it held, more than one per node, asked them per task
+    (``cpus_per_task``: ``-c``, one task per node). The job keeps its own node count:
+    ``gpus_per_node`` only groups the GPUs of a job whose node count the file does not give
+    (ceil(GPUs / gpus_per_node) nodes, as the other GPU traces); a job
     asking more GPUs per node than the simulated nodes have is the simulator's to reject.
 
     Requeued jobs (``sacct -D`` lists every attempt of a JobID; the later ones have Submit reset to the
@@ -593,7 +595,7 @@ def read_sacct(path: Path | str, *, gpus_per_node: int = 8, skip_bad_lines: bool
             (labels == "cancelled")[state.codes] & (elapsed == 0)
         )
         run = np.where(not_run, np.nan, elapsed)
-    gpus, cpus, mem, tres_nodes = _resources(records)
+    gpus, cpus, mem, tres_nodes, asked_cpus = _resources(records)
     limit = records.number("Timelimit") if "Timelimit" in records else unknown
 
     # One job per JobID: its records ordered by Submit (unknown last), then line.
@@ -626,6 +628,10 @@ def read_sacct(path: Path | str, *, gpus_per_node: int = 8, skip_bad_lines: bool
     grouped, _ = split_gpus(job_gpus, gpus_per_node)
     nodes = np.where(given_nodes > 0, given_nodes, grouped).astype(np.int64)
     job_cpus = cpus[used].astype(np.int64)
+    cpus_per_node = -(-job_cpus // nodes)
+    # --cpus-per-task c: ReqTRES cpu is its min_cpus, nodes x c, the CPUs it held; --cpus-per-gpu
+    # asks min_cpus = nodes and holds more (job_mgr.c:_job_create; cpu-memory-spec R6.2)
+    per_task = np.where((asked_cpus[used] == job_cpus) & (cpus_per_node > 1), cpus_per_node, 0)
     jobs = JobTable(
         job_id=ordered[starts][keep],
         user=_pick(records, "User", used, "unknown"),
@@ -635,7 +641,7 @@ def read_sacct(path: Path | str, *, gpus_per_node: int = 8, skip_bad_lines: bool
         time_limit_s=limit[used],
         nodes=nodes.astype(np.int32),
         gpus_per_node=(-(-job_gpus // nodes)).astype(np.int32),
-        cpus_per_node=(-(-job_cpus // nodes)).astype(np.int32),
+        cpus_per_node=cpus_per_node.astype(np.int32),
         mem_per_node=mem[used] / nodes,
         partition=_pick(records, "Partition", used, ""),
         qos=_pick(records, "QOS", used, ""),
@@ -644,6 +650,8 @@ def read_sacct(path: Path | str, *, gpus_per_node: int = 8, skip_bad_lines: bool
         source_line=records.line[used],
         # eligible after its submission (--begin, a dependency): arrives at Eligible, asking no pass
         submitted_early=eligible[first] > submit[first],
+        cpus_per_task=per_task.astype(np.int32),
+        submitted_s=submit[first] - (epoch_s or 0.0),
     )
     sizes = np.diff(np.append(starts, len(order)))
     return Trace(
@@ -667,8 +675,9 @@ def _states(raw: Labels) -> Labels:
     return Labels.from_keys(raw.codes, lambda code: state_name(raw.labels[code]))
 
 
-def _resources(records: Records) -> tuple[Float64, Float64, Float64, Float64]:
-    """GPUs, CPUs, memory (MB) and nodes of each record: from AllocTRES where given, else ReqTRES."""
+def _resources(records: Records) -> tuple[Float64, Float64, Float64, Float64, Float64]:
+    """GPUs, CPUs, memory (MB) and nodes of each record: from AllocTRES where given, else ReqTRES;
+    and the CPUs ReqTRES asks (0 where not given)."""
     count = len(records.line)
 
     def part(column: str, name: str) -> Float64:
@@ -682,7 +691,7 @@ def _resources(records: Records) -> tuple[Float64, Float64, Float64, Float64]:
         np.where(allocated, part("AllocTRES", name), part("ReqTRES", name))
         for name in ("gpus", "cpus", "mem", "nodes")
     )
-    return gpus, cpus, mem, nodes
+    return gpus, cpus, mem, nodes, part("ReqTRES", "cpus")
 
 
 def _pick(records: Records, name: str, rows: Int64, default: str) -> Labels:

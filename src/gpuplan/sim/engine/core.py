@@ -79,6 +79,33 @@ class BatchJobs:
 
 
 @dataclass(frozen=True)
+class CpusMemory:
+    """CPUs and memory counted on each node (select/cons_tres, ``SelectTypeParameters=CR_Core`` or
+    ``CR_Core_Memory``): every node has ``node_cpus`` CPUs and ``node_mem_mb`` MB; a job sharing
+    nodes holds ``cpus_per_node`` CPUs and ``mem_per_node_mb`` MB (0: memory not consumable) on each
+    of its nodes, and ``cpu_step`` is its ``--cpus-per-task`` (1: none), by which select measures a
+    node's free CPUs. Per job, aligned with the jobs."""
+
+    node_cpus: int
+    node_mem_mb: int
+    cpus_per_node: Int32
+    cpu_step: Int32
+    mem_per_node_mb: Int32
+
+    def take(self, rows: npt.NDArray[np.int64]) -> CpusMemory:
+        return replace(
+            self,
+            cpus_per_node=self.cpus_per_node[rows],
+            cpu_step=self.cpu_step[rows],
+            mem_per_node_mb=self.mem_per_node_mb[rows],
+        )
+
+
+# held_by codes of the engine (engine.h GP_HELD_BY_*): what held a job whose GPUs were free
+HELD_BY = ("", "CPUs", "memory")
+
+
+@dataclass(frozen=True)
 class Timeline:
     """Cluster state after each instant's scheduling pass."""
 
@@ -86,6 +113,9 @@ class Timeline:
     busy_gpus: Int64
     queued_jobs: Int32
     nodes_up: Int32 | None = None  # None: every node of the pool, all the time
+    # CPUs and memory (MB) running jobs hold, where the run counts them (CpusMemory)
+    busy_cpus: Int64 | None = None
+    busy_mem_mb: Int64 | None = None
 
 
 @dataclass(frozen=True)
@@ -125,6 +155,7 @@ class BatchSchedule:
     preemptions: Int32
     lost_gpu_s: Float64  # work lost to preemption
     cancelled: Bool  # ended by preemption (PreemptMode=CANCEL)
+    held_by: npt.NDArray[np.uint8]  # index into HELD_BY: CPUs or memory held it while its GPUs were free
     node_prefix: str
     _ranges: Int32  # (first node, count) pairs
     _range_first: Int64
@@ -170,6 +201,7 @@ def run_batch(
     refused: Bool | None = None,
     per_gpu: Bool | None = None,
     submitted_early: Bool | None = None,
+    cpus_memory: CpusMemory | None = None,
 ) -> BatchSchedule:
     """Simulate ``jobs`` on ``pool`` with one object per piece, each read by name by its compiled
     piece: the scheduling pass ``scheduler`` (``sched/builtin``, ``sched/easy``, ``sched/backfill``
@@ -182,7 +214,9 @@ def run_batch(
     over windows of time. ``lending`` takes nodes away and gives them back over time (it needs
     ``preemption`` inputs, for the state of requeued jobs). ``topology`` places multi-node jobs by
     blocks of nodes. A job ``submitted_early`` (sbatch --begin) becomes eligible at its submit time
-    without asking a pass on its own clock to run.
+    without asking a pass on its own clock to run. With ``cpus_memory`` the jobs sharing nodes also
+    hold CPUs and memory, fit a node only with enough of both free, and are placed by the nodes'
+    free CPUs (select/cons_tres).
 
     A job that asks more nodes, or more GPUs per node, than the pool has can never run: it is
     rejected at arrival (``rejected``) and never queued, as are the jobs ``refused`` at submit."""
@@ -203,6 +237,8 @@ def run_batch(
     tl_time = np.empty(capacity, dtype=np.float64)
     tl_busy = np.empty(capacity, dtype=np.int64)
     tl_queued = np.empty(capacity, dtype=np.int32)
+    timeline: dict[str, object] = {"time_s": tl_time, "busy_gpus": tl_busy, "queued_jobs": tl_queued}
+    tl_cpus = tl_mem = None
     nodes = jobs.nodes[admitted]
     gpus_per_node = jobs.gpus_per_node[admitted]
     allocated_per_node = np.full(m, pool.gpus_per_node, dtype=np.int32)
@@ -218,6 +254,21 @@ def run_batch(
     cancelled = np.zeros(m, dtype=np.int8)
     if preemption is not None:
         end = np.empty(m, dtype=np.float64)
+    held_by = np.zeros(m, dtype=np.uint8)
+    cluster: dict[str, object] = {"nodes": pool.nodes, "gpus_per_node": pool.gpus_per_node}
+    resources: dict[str, object] = {}
+    results: dict[str, object] = {"start": start, "range_first": range_first, "range_count": range_count}
+    if cpus_memory is not None:
+        taken = cpus_memory.take(admitted)
+        cluster |= {"cpus_per_node": taken.node_cpus, "mem_per_node_mb": taken.node_mem_mb}
+        resources = {
+            "cpus_per_node": np.ascontiguousarray(taken.cpus_per_node, dtype=np.int32),
+            "cpu_step": np.ascontiguousarray(taken.cpu_step, dtype=np.int32),
+            "mem_per_node_mb": np.ascontiguousarray(taken.mem_per_node_mb, dtype=np.int32),
+        }
+        results["held_by"] = held_by
+        tl_cpus, tl_mem = np.empty(capacity, dtype=np.int64), np.empty(capacity, dtype=np.int64)
+        timeline |= {"busy_cpus": tl_cpus, "busy_mem_mb": tl_mem}
 
     def settings(piece: EnginePiece, **outputs: npt.NDArray[Any]) -> dict[str, object]:
         """The piece's settings for the admitted jobs, with the arrays it fills in."""
@@ -231,7 +282,7 @@ def run_batch(
     else:
         quiet = None if submitted_early is None else submitted_early[admitted].astype(np.uint8)
         rows, ranges = _batchcore.simulate(
-            cluster={"nodes": pool.nodes, "gpus_per_node": pool.gpus_per_node},
+            cluster=cluster,
             jobs={
                 "submit": np.ascontiguousarray(jobs.submit_s[admitted], dtype=np.float64),
                 "run": np.ascontiguousarray(run_s, dtype=np.float64),
@@ -241,9 +292,10 @@ def run_batch(
                 "job_id": np.ascontiguousarray(jobs.job_id[admitted], dtype=np.int64),
                 "gpus_per_node": np.ascontiguousarray(allocated_per_node, dtype=np.int32),
                 "submitted_early": quiet,
+                **resources,
             },
-            results={"start": start, "range_first": range_first, "range_count": range_count},
-            timeline={"time_s": tl_time, "busy_gpus": tl_busy, "queued_jobs": tl_queued},
+            results=results,
+            timeline=timeline,
             scheduler=settings(scheduler),
             select=settings(select),
             priority=optional(priority),
@@ -272,11 +324,18 @@ def run_batch(
         start_s=start,
         end_s=end,
         rejected=rejected,
-        timeline=Timeline(tl_time[:rows].copy(), tl_busy[:rows].copy(), tl_queued[:rows].copy()),
+        timeline=Timeline(
+            tl_time[:rows].copy(),
+            tl_busy[:rows].copy(),
+            tl_queued[:rows].copy(),
+            busy_cpus=None if tl_cpus is None else tl_cpus[:rows].copy(),
+            busy_mem_mb=None if tl_mem is None else tl_mem[:rows].copy(),
+        ),
         held_reason=per_job(held, 0),
         preemptions=per_job(preemptions, 0),
         lost_gpu_s=per_job(lost, 0.0),
         cancelled=per_job(cancelled, 0).astype(bool),
+        held_by=per_job(held_by, 0),
         node_prefix=pool.node_prefix,
         _ranges=np.frombuffer(ranges, dtype=np.int32),
         _range_first=range_first,

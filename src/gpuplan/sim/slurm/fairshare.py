@@ -2,9 +2,10 @@
 
 The association tree here has two levels: accounts (the scenario's teams, ``Fairshare=`` their
 shares) under the root, and users under their account (``Fairshare=1`` each, Slurm's default).
-Usage is GPU-seconds, decayed with ``PriorityDecayHalfLife``: past usage counts half as much after
-each half-life. The engine calls a hook every ``PriorityCalcPeriod`` with each user association's
-GPU-seconds since the previous call and takes a factor in [0, 1] for each.
+Usage is billing-seconds (Slurm's calc_job_billable_tres: the job's CPUs, or its TRES weighted by
+``TRESBillingWeights``; see the Slurm model), decayed with ``PriorityDecayHalfLife``: past usage
+counts half as much after each half-life. The engine calls a hook every ``PriorityCalcPeriod`` with
+each user association's usage since the previous call and takes a factor in [0, 1] for each.
 
 - Fair Tree (https://slurm.schedmd.com/fair_tree.html; the default since Slurm 19.05): at each level
   an association's Level Fairshare is LF = S / U, its shares and its usage each normalised over itself

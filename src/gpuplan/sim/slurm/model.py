@@ -36,6 +36,7 @@ from gpuplan.sim.outcome import (
     PoolSchedule,
     ServiceOutcome,
 )
+from gpuplan.sim.slurm.billing import billing, billing_weights
 from gpuplan.sim.slurm.partitions import REFUSALS, Partition, partition_table, pool_index, route_jobs
 from gpuplan.sim.slurm.policies import BACKFILL
 from gpuplan.sim.slurm.preemption import (
@@ -51,6 +52,8 @@ from gpuplan.sim.slurm.priority import (
 )
 from gpuplan.sim.slurm.qos import Qos, limits, qos_of_jobs, qos_table
 from gpuplan.sim.slurm.reservations import reservation_inputs
+from gpuplan.sim.slurm.resources import UNKNOWN_CPUS
+from gpuplan.sim.slurm.resources import cpus_memory as cpus_memory_of
 from gpuplan.sim.slurm.settings import SlurmSettings
 from gpuplan.sim.slurm.topology import blocks_spanned, fragmentation
 from gpuplan.workload.jobtable import JobTable, Labels
@@ -64,7 +67,18 @@ MODEL = "slurm"
 # jobs.parquet "reason": the QoS limits that held jobs (engine codes), then refusals at submit. As
 # sacct's Reason: "the last reason a job was blocked from running for something other than Priority
 # or Resources", kept when the job ran (sacct(1), Reason).
-REASONS = (*HELD_REASONS, *REFUSALS[1:], "QOSMaxWallDurationPerJobLimit", "NodeConfigNotAvailable")
+# Beyond sacct: "Resources:cpu" and "Resources:mem" mark a job that waited with enough GPUs free but
+# too few CPUs or too little memory (Slurm says only "Resources", and sacct keeps no such reason).
+REASONS = (
+    *HELD_REASONS,
+    *REFUSALS[1:],
+    "QOSMaxWallDurationPerJobLimit",
+    "NodeConfigNotAvailable",
+    "Resources:cpu",
+    "Resources:mem",
+)
+# engine held_by codes (core.HELD_BY) as REASONS
+_HELD_BY_REASON = np.array([0, REASONS.index("Resources:cpu"), REASONS.index("Resources:mem")], dtype=np.int8)
 
 
 def _static_service(service: Service, pool: Pool, free_nodes: int) -> tuple[ServiceOutcome, int]:
@@ -187,6 +201,9 @@ def simulate_slurm(
         backlog_s = float((jobs.nodes * estimate_s).sum()) / cluster_nodes
         horizon_s = float((jobs.submit_s + estimate_s).max()) + 2.0 * backlog_s
 
+    weights = billing_weights(settings.tres_billing_weights)
+    submitted = np.asarray(jobs.column("submitted_s"), dtype=np.float64)
+    submitted_s = np.where(np.isnan(submitted), jobs.submit_s, submitted)
     began = time.perf_counter()
     outcomes: list[ServiceOutcome] = []
     schedules: list[PoolSchedule] = []
@@ -197,6 +214,8 @@ def simulate_slurm(
     cancelled = np.zeros(len(jobs), dtype=bool)
     rejected = np.zeros(len(jobs), dtype=bool)
     blocks = np.zeros(len(jobs), dtype=np.int32)
+    job_cpus = np.full(len(jobs), np.nan)
+    job_mem_mb = np.full(len(jobs), np.nan)
     for i, pool in enumerate(pools):
         held_nodes = service_gpus = 0
         for service in services or []:
@@ -205,7 +224,7 @@ def simulate_slurm(
                 outcomes.append(outcome)
                 held_nodes += nodes
                 service_gpus += int(outcome.mean_replicas) * service.gpus_per_replica
-        batch_pool = Pool(pool.name, pool.nodes - held_nodes, pool.gpus_per_node, pool.node_prefix)
+        batch_pool = replace(pool, nodes=pool.nodes - held_nodes)
         members = np.flatnonzero(pool_of_job == i)
         batch = BatchJobs(
             job_id=jobs.job_id[members],
@@ -215,6 +234,18 @@ def simulate_slurm(
             nodes=jobs.nodes[members],
             gpus_per_node=jobs.gpus_per_node[members],
         )
+        whole = ~per_gpu[routing.partition[members]]
+        holds, too_big = cpus_memory_of(jobs.take(members), batch_pool, settings, whole)
+        refused = reason[members] > 0
+        reason[members[too_big & ~refused]] = REASONS.index("NodeConfigNotAvailable")
+        refused |= too_big
+        nodes_of = jobs.nodes[members]
+        if holds.node_cpus != UNKNOWN_CPUS:
+            job_cpus[members] = holds.cpus_per_node * nodes_of
+        if holds.node_mem_mb:
+            job_mem_mb[members] = holds.mem_per_node_mb * nodes_of
+        # the engine places jobs by their CPUs and memory under Slurm's own select (cons_tres)
+        counts_cpus = schedule_pass.slurm_placement and settings.select_type == "cons_tres"
         job_tier = tiers[routing.partition[members]]
         priority: PriorityInputs | None = None
         if settings.priority_type == "multifactor":
@@ -227,11 +258,17 @@ def simulate_slurm(
                 team_shares,
                 qos_factor[qos_index[members]],
                 partition_factor[routing.partition[members]],
-                usage_gpus=jobs.gpus[members] * usage_factor[qos_index[members]],
+                usage_billing=billing(job_cpus[members], job_mem_mb[members], jobs.gpus[members], weights)
+                * usage_factor[qos_index[members]],
+                submitted_s=submitted_s[members],
                 clock=clock,
             )
-        if len(np.unique(job_tier)) > 1:  # partitions of different PriorityTier share these nodes
-            priority = tiered(priority, job_tier, mf, clock)
+        # partitions of different PriorityTier share these nodes; or, under priority/basic, jobs
+        # that may preempt others go first (sort_job_queue2), or jobs held by --begin sort by when
+        # sbatch ran: the queue then needs an order other than the jobs' arrival
+        early = submitted_s[members] < jobs.submit_s[members]
+        if len(np.unique(job_tier)) > 1 or (priority is None and (preemption is not None or early.any())):
+            priority = tiered(priority, job_tier, mf, clock, submitted_s[members])
         lend = (lending or {}).get(pool.name)
         pool_preemption = None if preemption is None else preemption.take(members)
         if lend is not None and pool_preemption is None:
@@ -246,7 +283,7 @@ def simulate_slurm(
             schedule_pass.select(settings.select_type),
             priority=priority,
             qos=limits(qos_index[members], jobs.user.take(members), qos_list),
-            refused=reason[members] > 0,
+            refused=refused,
             preemption=pool_preemption,
             per_gpu=per_gpu[routing.partition[members]],
             reservations=reservation_inputs(
@@ -258,6 +295,7 @@ def simulate_slurm(
             lending=lend,
             topology=settings.topology,
             submitted_early=None if jobs.submitted_early is None else jobs.submitted_early[members],
+            cpus_memory=holds if counts_cpus else None,
         )
         if settings.topology is not None:
             blocks[members] = blocks_spanned(schedule, settings.topology.nodes_per_block)
@@ -273,6 +311,8 @@ def simulate_slurm(
         cancelled[members] = schedule.cancelled
         held = schedule.held_reason > 0
         reason[members[held]] = schedule.held_reason[held]
+        short = (schedule.held_by > 0) & ~held
+        reason[members[short]] = _HELD_BY_REASON[schedule.held_by[short]]
         schedules.append(PoolSchedule(pool, members, schedule, held_nodes, service_gpus))
     simulate_s = time.perf_counter() - began
 
@@ -280,6 +320,7 @@ def simulate_slurm(
     state[cancelled] = PREEMPTED
     state[np.isnan(start_s)] = UNFINISHED  # still queued when the engine ran out of events
     state[rejected] = REJECTED
+    job_cpus[np.isnan(start_s)] = job_mem_mb[np.isnan(start_s)] = np.nan  # held by jobs that ran
     reason[rejected & (reason == 0)] = REASONS.index("NodeConfigNotAvailable")
     # a cancelled job ran for its last run only; a completed one did all its work (run_s)
     final_run_s = np.where(cancelled, 0.0, run_s)
@@ -298,6 +339,8 @@ def simulate_slurm(
         preemptions=preemptions,
         lost_gpu_s=lost_gpu_s,
         reason=Labels(reason.astype(np.int32), REASONS),
+        job_cpus=job_cpus,
+        job_mem_mb=job_mem_mb,
         extra=(
             {}
             if settings.topology is None

@@ -56,7 +56,8 @@ class PriorityInputs:
 
     static: Float64  # per job: the factors that do not change while it waits, weighted
     association: Int32  # per job: index of its user association (account and user)
-    usage_gpus: Float64  # per job: the GPUs its fair-share usage counts (GPUs x QoS UsageFactor)
+    usage_billing: Float64  # per job: what its fair-share usage counts (billing TRES x QoS UsageFactor)
+    submitted_s: Float64  # per job: its SubmitTime (sbatch), which breaks ties of priority
     settings: MultifactorSettings
     fairshare: FairShare | None  # None: no fair-share factor (the tiers of priority/basic)
     clock: ControllerClock
@@ -66,7 +67,8 @@ class PriorityInputs:
             self,
             static=self.static[rows],
             association=self.association[rows],
-            usage_gpus=self.usage_gpus[rows],
+            usage_billing=self.usage_billing[rows],
+            submitted_s=self.submitted_s[rows],
         )
 
     @property
@@ -81,7 +83,8 @@ class PriorityInputs:
             "plugin": self.plugin,
             "static": np.ascontiguousarray(self.static, dtype=np.float64),
             "association": np.ascontiguousarray(self.association, dtype=np.int32),
-            "usage_gpus": np.ascontiguousarray(self.usage_gpus, dtype=np.float64),
+            "usage_billing": np.ascontiguousarray(self.usage_billing, dtype=np.float64),
+            "submitted_s": np.ascontiguousarray(self.submitted_s, dtype=np.float64),
             "accounts": 1 if self.fairshare is None else self.fairshare.users,
             "weight_age": s.weight_age,
             "max_age_s": s.max_age_s,
@@ -103,12 +106,16 @@ def multifactor(
     qos_factor: Float64 | None = None,
     partition_factor: Float64 | None = None,
     *,
-    usage_gpus: Float64,
+    usage_billing: Float64,
+    submitted_s: Float64,
     clock: ControllerClock,
 ) -> PriorityInputs:
     """Priority inputs for jobs of ``nodes`` nodes submitted by ``users`` of accounts ``teams``;
     ``qos_factor`` and ``partition_factor`` are each job's QoS and partition factors in [0, 1];
-    ``usage_gpus`` the GPUs its usage counts (its GPUs x its QoS's ``UsageFactor``)."""
+    ``usage_billing`` what its usage counts per second it runs (its billing TRES, Slurm's
+    calc_job_billable_tres, x its QoS's ``UsageFactor``); ``submitted_s`` its SubmitTime, the
+    tie-break of equal priorities (job_scheduler.c:sort_job_queue2: details->submit_time, when
+    sbatch ran even for a job held by --begin)."""
     static = settings.weight_job_size * nodes.astype(np.float64) / max(pool_nodes, 1)
     if qos_factor is not None:
         static = static + settings.weight_qos * qos_factor
@@ -127,7 +134,13 @@ def multifactor(
         clock.epoch_s,
     )
     return PriorityInputs(
-        static, association.reshape(-1).astype(np.int32), usage_gpus, settings, fairshare, clock
+        static,
+        association.reshape(-1).astype(np.int32),
+        usage_billing,
+        submitted_s,
+        settings,
+        fairshare,
+        clock,
     )
 
 
@@ -137,14 +150,19 @@ TIER_SCALE = 2.0**36
 
 
 def tiered(
-    priority: PriorityInputs | None, tier: Float64, settings: MultifactorSettings, clock: ControllerClock
+    priority: PriorityInputs | None,
+    tier: Float64,
+    settings: MultifactorSettings,
+    clock: ControllerClock,
+    submitted_s: Float64,
 ) -> PriorityInputs:
     """``priority`` (None: priority/basic, submit order) with the jobs' partition ``PriorityTier``
-    ahead of it: Slurm schedules higher tiers first whatever the priorities."""
+    ahead of it: Slurm schedules higher tiers first whatever the priorities (``submitted_s``: the
+    jobs' SubmitTime, for ties)."""
     if priority is None:
         basic = MultifactorSettings(calc_period_s=settings.calc_period_s)
         rows = len(tier)
         return PriorityInputs(
-            tier * TIER_SCALE, np.zeros(rows, dtype=np.int32), np.zeros(rows), basic, None, clock
+            tier * TIER_SCALE, np.zeros(rows, dtype=np.int32), np.zeros(rows), submitted_s, basic, None, clock
         )
     return replace(priority, static=priority.static + tier * TIER_SCALE)

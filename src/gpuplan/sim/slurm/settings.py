@@ -41,6 +41,16 @@ class SlurmSettings:
     reservations: tuple[Reservation, ...] = ()  # advance reservations (scontrol create reservation)
     topology: Topology | None = None  # TopologyPlugin: topology/block or topology/tree
     select_type: str = "cons_tres"  # SelectType: cons_tres (per-GPU) | linear (whole nodes)
+    # SelectTypeParameters: CR_Core (CPUs consumed) | CR_Core_Memory (CPUs and memory). Slurm's own
+    # default is CR_Core_Memory (cons_common.c:select_p_node_init); gpuplan's is CR_Core, so that a
+    # scenario stating no memory shares nodes by GPUs (see resources.py)
+    select_type_parameters: str = "CR_Core"
+    def_cpu_per_gpu: int = 0  # DefCpuPerGPU (0: unset)
+    def_mem_per_gpu: int = 0  # DefMemPerGPU, MB (0: unset)
+    def_mem_per_cpu: int = 0  # DefMemPerCPU, MB (0: unset)
+    def_mem_per_node: int = 0  # DefMemPerNode, MB (0: unset)
+    # TRESBillingWeights (CPU=, Mem=, GRES/gpu=): what fair-share usage counts; unset: the job's CPUs
+    tres_billing_weights: str = ""
     over_time_limit: int = 0  # OverTimeLimit, minutes a job may run past its time limit
     preempt_type: str = "none"  # PreemptType: none | partition_prio | qos
     preempt_mode: str = "off"  # PreemptMode (cluster-wide default): off | cancel | requeue | suspend
@@ -72,6 +82,11 @@ class SlurmSettings:
     def echo(self) -> dict[str, Any]:
         """The settings that matter for the chosen modes, for summary.json."""
         echoed: dict[str, Any] = {"backfill": self.backfill, "select_type": self.select_type}
+        if self.select_type == "cons_tres" and self.backfill == "slurm":
+            echoed["select_type_parameters"] = self.select_type_parameters
+            for name in ("def_cpu_per_gpu", "def_mem_per_gpu", "def_mem_per_cpu", "def_mem_per_node"):
+                if getattr(self, name):
+                    echoed[name] = getattr(self, name)
         if self.over_time_limit:
             echoed["over_time_limit"] = self.over_time_limit
         if self.backfill == "slurm":
@@ -89,6 +104,7 @@ class SlurmSettings:
             echoed["controller_start_s"] = self.controller_start_s
         if self.priority_type == "multifactor":
             echoed["accounting_storage_enforce"] = list(self.accounting_storage_enforce)
+            echoed["tres_billing_weights"] = self.tres_billing_weights
         if self.priority_type == "multifactor":
             echoed |= {"priority_type": "multifactor", **asdict(self.multifactor)}
         if self.qos:
@@ -163,6 +179,12 @@ def from_scenario(spec: SlurmSection) -> SlurmSettings:
             for p in spec.partitions
         ),
         select_type=spec.select_type,
+        select_type_parameters=spec.select_type_parameters,
+        def_cpu_per_gpu=spec.def_cpu_per_gpu,
+        def_mem_per_gpu=spec.def_mem_per_gpu,
+        def_mem_per_cpu=spec.def_mem_per_cpu,
+        def_mem_per_node=spec.def_mem_per_node,
+        tres_billing_weights=spec.tres_billing_weights,
         over_time_limit=spec.over_time_limit,
         controller_start_s=spec.controller_start,
         accounting_storage_enforce=tuple(spec.accounting_storage_enforce),

@@ -77,6 +77,35 @@ int gp_enable_restarts(Sim *sim, const double *attempt_run) {
     return sim->attempt_start ? 0 : -1;
 }
 
+int gp_enable_cpus(Sim *sim, int32_t node_cpus, int32_t node_mem, const int32_t *cpus, const int32_t *cpu_step,
+                   const int32_t *mem, uint8_t *held_by) {
+    sim->held_by = held_by;
+    sim->node_cpus = node_cpus;
+    sim->node_mem = node_mem;
+    sim->job_cpus = cpus;
+    sim->job_cpu_step = cpu_step;
+    sim->job_mem = mem;
+    sim->cpu_free = gp_calloc(sim, (size_t)sim->total_nodes, sizeof(int32_t));
+    sim->mem_free = gp_calloc(sim, (size_t)sim->total_nodes, sizeof(int32_t));
+    sim->ov_cpu = gp_calloc(sim, (size_t)sim->total_nodes, sizeof(int32_t));
+    sim->ov_mem = gp_calloc(sim, (size_t)sim->total_nodes, sizeof(int32_t));
+    sim->usable_scratch = gp_calloc(sim, (size_t)sim->n_words, sizeof(uint64_t));
+    if (sim->out_of_memory) return -1;
+    for (int32_t node = 0; node < sim->total_nodes; node++) {
+        sim->cpu_free[node] = node_cpus;
+        sim->mem_free[node] = node_mem;
+    }
+    /* CPUs or memory bind when a job's share of a node's CPUs or memory is larger than its share of
+     * the node's GPUs: otherwise a node with g free GPUs has at least g GPUs' share of each free */
+    for (int32_t j = 0; j < sim->n_jobs; j++) {
+        if (sim->gpn[j] >= sim->node_gpus) continue;
+        if ((int64_t)cpus[j] * sim->node_gpus > (int64_t)sim->gpn[j] * node_cpus ||
+            (int64_t)mem[j] * sim->node_gpus > (int64_t)sim->gpn[j] * node_mem)
+            sim->res_binds = 1;
+    }
+    return 0;
+}
+
 int gp_enable_node_off(Sim *sim) {
     if (!sim->node_off) sim->node_off = gp_calloc(sim, (size_t)sim->total_nodes, 1);
     return sim->node_off ? 0 : -1;
@@ -94,6 +123,11 @@ void gp_sim_free(Sim *sim) {
     PyMem_RawFree(sim->node_scratch);
     PyMem_RawFree(sim->ov_free);
     PyMem_RawFree(sim->ov_stamp);
+    PyMem_RawFree(sim->cpu_free);
+    PyMem_RawFree(sim->mem_free);
+    PyMem_RawFree(sim->ov_cpu);
+    PyMem_RawFree(sim->ov_mem);
+    PyMem_RawFree(sim->usable_scratch);
     PyMem_RawFree(sim->ov_count);
     PyMem_RawFree(sim->q_job);
     PyMem_RawFree(sim->q_nodes);
@@ -301,30 +335,71 @@ void gp_node_set_off(Sim *sim, int32_t node, int off) {
     sim->node_off[node] = (uint8_t)off;
 }
 
+const uint64_t *gp_usable_bits(Sim *sim, int32_t job) {
+    const uint64_t *gpu_level = gp_level_bits(sim, sim->gpn[job]);
+    if (!gp_res_binds(sim, job)) return gpu_level;
+    uint64_t *usable = sim->usable_scratch;
+    for (int32_t w = 0; w < sim->n_words; w++) {
+        usable[w] = gpu_level[w];
+        for (uint64_t b = gpu_level[w]; b; b &= b - 1) {
+            int32_t node = 64 * w + __builtin_ctzll(b);
+            if (!gp_node_fits(sim, node, job)) usable[w] &= ~(UINT64_C(1) << (node & 63));
+        }
+    }
+    return usable;
+}
+
 int32_t gp_find_nodes(Sim *sim, int32_t job, double until) {
     int32_t count = sim->nodes[job], gpus = sim->gpn[job];
-    const uint64_t *bits = sim->level_bits + (size_t)(gpus - 1) * sim->n_words;
     const uint64_t *summary = sim->level_summary + (size_t)(gpus - 1) * sim->n_summary;
     int by_group = sim->place && count > 1;
-    int32_t want = by_group ? sim->total_nodes : count; /* with topology: every eligible node */
-    int32_t found = 0;
+    /* Slurm's select chooses among all the nodes the job fits (a job on whole GPUs: among idle
+     * nodes, gp_start_slot); a select that takes the lowest-numbered stops at `count` */
+    int by_select = !by_group && gp_counts_res(sim, job) && !sim->select->lowest_numbered;
+    const uint64_t *bits = by_select ? gp_usable_bits(sim, job) : gp_level_bits(sim, gpus);
     const GpHoldOps *hold = sim->hold;
+    if (by_select && !hold) return sim->select->choose(sim, sim->select_state, bits, count, job, 0);
+    int32_t want = by_group || by_select ? sim->total_nodes : count;
+    int32_t found = 0;
+    int check_res = gp_res_binds(sim, job) && !by_select; /* by_select: `bits` holds only fitting nodes */
     for (int32_t s = 0; s < sim->n_summary && found < want; s++) {
         for (uint64_t words = summary[s]; words && found < want; words &= words - 1) {
             int32_t w = 64 * s + __builtin_ctzll(words);
             for (uint64_t b = bits[w]; b && found < want; b &= b - 1) {
                 int32_t node = 64 * w + __builtin_ctzll(b);
+                if (check_res && !gp_node_fits(sim, node, job)) continue;
                 if (hold && hold->held(sim, sim->hold_state, node, job, sim->now, until)) continue;
                 sim->node_scratch[found++] = node;
             }
         }
     }
     if (by_group) return found < count ? found : sim->place->pick(sim, sim->place_state, found, count);
-    return found;
+    if (!by_select || found < count) return found;
+    /* the nodes found, as candidates for the select piece */
+    uint64_t *candidates = sim->usable_scratch;
+    memset(candidates, 0, (size_t)sim->n_words * sizeof(uint64_t));
+    for (int32_t k = 0; k < found; k++)
+        candidates[sim->node_scratch[k] >> 6] |= UINT64_C(1) << (sim->node_scratch[k] & 63);
+    return sim->select->choose(sim, sim->select_state, candidates, count, job, 0);
 }
 
-int32_t gp_choose_nodes(Sim *sim, const uint64_t *candidates, int32_t count) {
-    if (!(sim->place && count > 1)) return sim->select->choose(sim, sim->select_state, candidates, count);
+void gp_note_held(Sim *sim, int32_t job, double until) {
+    int32_t nodes = sim->nodes[job], with_gpus = 0, with_cpus = 0;
+    const uint64_t *bits = gp_level_bits(sim, sim->gpn[job]);
+    for (int32_t w = 0; w < sim->n_words; w++)
+        for (uint64_t b = bits[w]; b; b &= b - 1) {
+            int32_t node = 64 * w + __builtin_ctzll(b);
+            if (sim->hold && sim->hold->held(sim, sim->hold_state, node, job, sim->now, until)) continue;
+            with_gpus++;
+            with_cpus += sim->cpu_free[node] >= sim->job_cpus[job];
+        }
+    if (with_gpus < nodes || !sim->held_by) return; /* its GPUs were short too (or a reservation held them) */
+    sim->held_by[job] = with_cpus < nodes ? GP_HELD_BY_CPUS : GP_HELD_BY_MEMORY;
+}
+
+int32_t gp_choose_nodes(Sim *sim, const uint64_t *candidates, int32_t count, int32_t job, int on_overlay) {
+    if (!(sim->place && count > 1))
+        return sim->select->choose(sim, sim->select_state, candidates, count, job, on_overlay);
     int32_t found = 0; /* topology: every candidate, then the groups decide */
     for (int32_t w = 0; w < sim->n_words; w++)
         for (uint64_t b = candidates[w]; b; b &= b - 1) sim->node_scratch[found++] = 64 * w + __builtin_ctzll(b);
@@ -366,10 +441,15 @@ static void take_nodes(Sim *sim, int32_t job, int32_t count, int32_t gpus) {
         int32_t node = sim->node_scratch[k], run = 1;
         if (whole)
             while (k + run < count && sim->node_scratch[k + run] == node + run) run++;
-        if (whole)
+        if (whole) {
             whole_run(sim, node, run, 1);
-        else
+        } else {
             node_set_free(sim, node, sim->node_free[node] - gpus);
+            if (gp_counts_res(sim, job)) {
+                sim->cpu_free[node] -= sim->job_cpus[job];
+                sim->mem_free[node] -= sim->job_mem[job];
+            }
+        }
         push_range(sim, job_first, node, run);
         k += run;
     }
@@ -386,8 +466,13 @@ static void release_nodes(Sim *sim, int32_t job) {
             whole_run(sim, r[2 * k], r[2 * k + 1], 0);
             continue;
         }
-        for (int32_t node = r[2 * k]; node < r[2 * k] + r[2 * k + 1]; node++)
+        for (int32_t node = r[2 * k]; node < r[2 * k] + r[2 * k + 1]; node++) {
             node_set_free(sim, node, sim->node_free[node] + gpus);
+            if (gp_counts_res(sim, job)) {
+                sim->cpu_free[node] += sim->job_cpus[job];
+                sim->mem_free[node] += sim->job_mem[job];
+            }
+        }
     }
 }
 
@@ -401,22 +486,39 @@ void gp_overlay_begin(Sim *sim) {
     memcpy(sim->ov_count, sim->count_ge, ((size_t)sim->node_gpus + 1) * sizeof(int32_t));
 }
 
-void gp_overlay_add(Sim *sim, int32_t node, int32_t gpus) {
+void gp_overlay_add(Sim *sim, int32_t node, int32_t gpus, int32_t cpus, int32_t mem) {
     int32_t old = gp_overlay_free(sim, node), free = old + gpus;
     /* a node may go below 0 (preemption: a node put out of reach); ov_count counts from 0 */
     for (int32_t g = free + 1 > 0 ? free + 1 : 0; g <= old; g++) sim->ov_count[g]--;
     for (int32_t g = old + 1 > 0 ? old + 1 : 0; g <= free; g++) sim->ov_count[g]++;
+    if (sim->job_cpus) {
+        int32_t old_cpus = gp_overlay_cpus(sim, node), old_mem = gp_overlay_mem(sim, node);
+        sim->ov_cpu[node] = old_cpus + cpus;
+        sim->ov_mem[node] = old_mem + mem;
+    }
     sim->ov_free[node] = (int16_t)free;
     sim->ov_stamp[node] = sim->ov_epoch;
 }
 
+void gp_overlay_add_job_on(Sim *sim, int32_t node, int32_t job, int32_t sign) {
+    int counted = gp_counts_res(sim, job);
+    gp_overlay_add(sim, node, sign * sim->gpn[job], counted ? sign * sim->job_cpus[job] : 0,
+                   counted ? sign * sim->job_mem[job] : 0);
+}
+
 void gp_overlay_add_job(Sim *sim, int32_t job, int32_t sign) {
     const int32_t *r = sim->ranges + 2 * sim->range_first[job];
-    int32_t gpus = sign * sim->gpn[job];
     for (int32_t k = 0; k < sim->range_count[job]; k++)
         for (int32_t node = r[2 * k]; node < r[2 * k] + r[2 * k + 1]; node++)
             if (!(sim->node_off && sim->node_off[node])) /* a lent node's GPUs come back to no one */
-                gp_overlay_add(sim, node, gpus);
+                gp_overlay_add_job_on(sim, node, job, sign);
+}
+
+int32_t gp_overlay_fit_count(Sim *sim, int32_t job) {
+    if (!gp_res_binds(sim, job)) return sim->ov_count[sim->gpn[job]];
+    int32_t count = 0;
+    for (int32_t node = 0; node < sim->total_nodes; node++) count += gp_overlay_fits(sim, node, job);
+    return count;
 }
 
 /* ---- queue and job life cycle ------------------------------------------------------------ */
@@ -502,7 +604,7 @@ void gp_start_slot(Sim *sim, int32_t slot, double now) {
         sim->gpn[job] == sim->node_gpus && !sim->hold && !sim->node_off && !(sim->place && sim->nodes[job] > 1);
     int32_t found;
     if (whole_lowest && !sim->select->lowest_numbered) {
-        found = gp_choose_nodes(sim, gp_free_bits(sim), sim->nodes[job]);
+        found = gp_choose_nodes(sim, gp_free_bits(sim), sim->nodes[job], job, 0);
         whole_lowest = 0; /* start on node_scratch */
     } else {
         found = whole_lowest ? sim->free_nodes : gp_find_nodes(sim, job, now + sim->estimate[job]);
@@ -526,6 +628,10 @@ static void start_job(Sim *sim, int32_t slot, double now, int whole_lowest) {
         if (sim->pieces[k].hooks->job_started) sim->pieces[k].hooks->job_started(sim, sim->pieces[k].state, job, now);
     if (isnan(sim->start[job])) sim->start[job] = now; /* a requeued job keeps its first start */
     sim->busy_gpus += sim->gpus[job];
+    if (sim->job_cpus) {
+        sim->busy_cpus += (int64_t)sim->job_cpus[job] * sim->nodes[job];
+        sim->busy_mem += (int64_t)sim->job_mem[job] * sim->nodes[job];
+    }
     if (whole_lowest)
         take_whole_lowest(sim, job, sim->nodes[job]);
     else
@@ -543,6 +649,10 @@ void gp_job_leave(Sim *sim, int32_t job) {
     for (int32_t k = 0; k < sim->n_pieces; k++)
         if (sim->pieces[k].hooks->job_ended) sim->pieces[k].hooks->job_ended(sim, sim->pieces[k].state, job);
     sim->busy_gpus -= sim->gpus[job];
+    if (sim->job_cpus) {
+        sim->busy_cpus -= (int64_t)sim->job_cpus[job] * sim->nodes[job];
+        sim->busy_mem -= (int64_t)sim->job_mem[job] * sim->nodes[job];
+    }
     release_nodes(sim, job);
     est_remove(sim, job);
     sim->sched_requests++; /* epilog complete: agent.c queues the scheduler */
@@ -653,6 +763,10 @@ int64_t gp_run(Sim *sim, double *tl_time, int64_t *tl_busy_gpus, int32_t *tl_que
             tl_time[rows] = now;
             tl_busy_gpus[rows] = sim->busy_gpus;
             tl_queued[rows] = sim->q_len;
+            if (sim->tl_busy_cpus) {
+                sim->tl_busy_cpus[rows] = sim->busy_cpus;
+                sim->tl_busy_mem[rows] = sim->busy_mem;
+            }
             rows++;
         }
     }

@@ -42,12 +42,13 @@ typedef struct {
     void (*free)(void *state);
 } GpSchedOps;
 
-/* Node choice for a whole-node job among candidate nodes (select/...): fills sim->node_scratch with
- * `count` nodes in ascending order and returns how many it found (fewer: no fit). A select piece
- * that always takes the lowest-numbered candidates says so (lowest_numbered): the core then takes
- * them a bitmap word at a time. */
+/* Node choice for a job among candidate nodes (select/...): fills sim->node_scratch with `count`
+ * nodes in ascending order and returns how many it found (fewer: no fit). `job` is the job placed
+ * and `on_overlay` says whether the nodes' free resources are read on the overlay (a plan) or now.
+ * A select piece that always takes the lowest-numbered candidates says so (lowest_numbered): the
+ * core then takes them a bitmap word at a time. */
 typedef struct {
-    int32_t (*choose)(Sim *sim, void *state, const uint64_t *candidates, int32_t count);
+    int32_t (*choose)(Sim *sim, void *state, const uint64_t *candidates, int32_t count, int32_t job, int on_overlay);
     int lowest_numbered;
 } GpSelectOps;
 
@@ -130,8 +131,8 @@ struct Sim {
      * node_gpus when nodes are allocated whole (OverSubscribe=EXCLUSIVE), fewer with per-GPU
      * allocation (select/cons_tres), where jobs share nodes. Per level g = 1..node_gpus a two-level
      * bitmap marks the nodes with at least g free GPUs, and count_ge[g] counts them; the nodes
-     * wholly free are level node_gpus (free_nodes). (CPUs and memory would be further resources
-     * per node, with their own free counts, beside node_free.) */
+     * wholly free are level node_gpus (free_nodes). CPUs and memory (below) are further resources
+     * per node, beside node_free. */
     int32_t total_nodes;
     int32_t node_gpus;
     const int32_t *gpn; /* per job */
@@ -147,9 +148,36 @@ struct Sim {
     int32_t n_words;
     int32_t n_summary;
     int32_t *node_scratch; /* nodes found for a job */
+    /* CPUs and memory (select/cons_tres, SelectTypeParameters=CR_Core or CR_Core_Memory), or NULL
+     * job_cpus: not counted. Every node has node_cpus CPUs and node_mem MB; a job sharing nodes
+     * (gpn < node_gpus) holds job_cpus[job] CPUs and job_mem[job] MB on each of its nodes and fits
+     * a node only with that many free (job_test.c:can_job_run_on_node); its free CPUs, rounded down
+     * to a multiple of job_cpu_step[job] (--cpus-per-task), are what select's best fit measures
+     * (job_test.c:_eval_nodes). A job on whole GPUs needs idle nodes, whose CPUs and memory are
+     * free: it is not counted. res_binds: some job may find a node with its GPUs free but too few
+     * CPUs or too little memory, so a fit is tested node by node rather than by count_ge. */
+    int32_t node_cpus;
+    int32_t node_mem;
+    const int32_t *job_cpus;
+    const int32_t *job_cpu_step;
+    const int32_t *job_mem;
+    int res_binds;
+    /* per job, or NULL: what last held it when its GPUs were free (GP_HELD_BY_CPUS, _MEMORY), 0 none */
+    uint8_t *held_by;
+    int32_t *cpu_free;
+    int32_t *mem_free;
+    uint64_t *usable_scratch; /* n_words: the nodes a job fits now (gp_usable_bits) */
+    /* CPUs and MB held by running jobs (every job: AllocTRES cpu and mem), and the timeline's
+     * columns of them (NULL: not recorded) */
+    int64_t busy_cpus;
+    int64_t busy_mem;
+    int64_t *tl_busy_cpus;
+    int64_t *tl_busy_mem;
     /* An overlay of free GPUs per node for "what if" plans (shadow times, backfill): a node's
      * overlay value is valid when its stamp equals the epoch, else it is node_free. */
     int16_t *ov_free;
+    int32_t *ov_cpu; /* free CPUs and memory of the overlay, when they are counted */
+    int32_t *ov_mem;
     uint32_t *ov_stamp;
     uint32_t ov_epoch;
     int32_t *ov_count; /* count_ge of the overlay */
@@ -228,14 +256,34 @@ void *gp_calloc(Sim *sim, size_t count, size_t size);
 /* Jobs may restart (requeue, suspend): keep when each run started, and run `attempt_run` (the work
  * each job has left) rather than `run`. */
 int gp_enable_restarts(Sim *sim, const double *attempt_run);
+/* Count CPUs and memory (see Sim): nodes of `node_cpus` CPUs and `node_mem` MB, jobs holding the
+ * per-job arrays' CPUs and MB per node (and measured by free CPUs in multiples of `cpu_step`). */
+int gp_enable_cpus(Sim *sim, int32_t node_cpus, int32_t node_mem, const int32_t *cpus, const int32_t *cpu_step,
+                   const int32_t *mem, uint8_t *held_by);
 /* Nodes may go off (lending): allocate node_off. */
 int gp_enable_node_off(Sim *sim);
 
 /* ---- nodes ----------------------------------------------------------------------------------- */
 
-/* Nodes for `job` (its nodes x its GPUs per node) now, running until `until`: the lowest-numbered
- * nodes with that many free GPUs that no piece holds against it over its run (then placed by
- * topology). Fills sim->node_scratch; returns how many were found (at most the job's nodes). */
+/* Are the job's CPUs and memory counted (a job sharing nodes, with CPUs on)? */
+static inline int gp_counts_res(const Sim *sim, int32_t job) {
+    return sim->job_cpus && sim->gpn[job] < sim->node_gpus;
+}
+/* May the job find a node with its GPUs free but not its CPUs or memory? */
+static inline int gp_res_binds(const Sim *sim, int32_t job) { return sim->res_binds && gp_counts_res(sim, job); }
+/* Does `job` fit `node` now (GPUs, and CPUs and memory when counted)? */
+static inline int gp_node_fits(const Sim *sim, int32_t node, int32_t job) {
+    if (sim->node_off && sim->node_off[node]) return 0;
+    if (sim->node_free[node] < sim->gpn[job]) return 0;
+    return !gp_counts_res(sim, job) || (sim->cpu_free[node] >= sim->job_cpus[job] && sim->mem_free[node] >= sim->job_mem[job]);
+}
+/* The nodes `job` fits now, as a bitmap of n_words words (the GPU level when nothing else binds). */
+const uint64_t *gp_usable_bits(Sim *sim, int32_t job);
+
+/* Nodes for `job` (its nodes x its GPUs per node) now, running until `until`, among the nodes it
+ * fits that no piece holds against it over its run: placed by topology, else chosen by the select
+ * piece (for a job on whole GPUs whose select takes the lowest-numbered: those). Fills
+ * sim->node_scratch; returns how many were found (at most the job's nodes). */
 int32_t gp_find_nodes(Sim *sim, int32_t job, double until);
 /* Start the job in queue slot `slot` now on the `count` nodes in sim->node_scratch. */
 void gp_start_slot_on(Sim *sim, int32_t slot, double now);
@@ -244,19 +292,37 @@ void gp_node_set_off(Sim *sim, int32_t node, int off);
 /* Does running `job` hold `node`? */
 int gp_job_on_node(const Sim *sim, int32_t job, int32_t node);
 
-/* The overlay (see Sim): begin a new plan, read a node, and add GPUs to nodes (negative: take). */
+/* The overlay (see Sim): begin a new plan, read a node, and add GPUs (and CPUs and memory) to
+ * nodes (negative: take). */
 void gp_overlay_begin(Sim *sim);
 static inline int32_t gp_overlay_free(const Sim *sim, int32_t node) {
     if (sim->ov_stamp[node] == sim->ov_epoch) return sim->ov_free[node];
     return sim->node_off && sim->node_off[node] ? 0 : sim->node_free[node];
 }
-void gp_overlay_add(Sim *sim, int32_t node, int32_t gpus);
-void gp_overlay_add_job(Sim *sim, int32_t job, int32_t sign); /* its GPUs on its nodes */
+static inline int32_t gp_overlay_cpus(const Sim *sim, int32_t node) {
+    return sim->ov_stamp[node] == sim->ov_epoch ? sim->ov_cpu[node] : sim->cpu_free[node];
+}
+static inline int32_t gp_overlay_mem(const Sim *sim, int32_t node) {
+    return sim->ov_stamp[node] == sim->ov_epoch ? sim->ov_mem[node] : sim->mem_free[node];
+}
+/* Does `job` fit `node` on the overlay? */
+static inline int gp_overlay_fits(const Sim *sim, int32_t node, int32_t job) {
+    if (gp_overlay_free(sim, node) < sim->gpn[job]) return 0;
+    return !gp_counts_res(sim, job) ||
+           (gp_overlay_cpus(sim, node) >= sim->job_cpus[job] && gp_overlay_mem(sim, node) >= sim->job_mem[job]);
+}
+/* How many nodes `job` fits on the overlay. */
+int32_t gp_overlay_fit_count(Sim *sim, int32_t job);
+void gp_overlay_add(Sim *sim, int32_t node, int32_t gpus, int32_t cpus, int32_t mem);
+/* A job's GPUs (and CPUs and memory, when counted) on one node, or on all its nodes. */
+void gp_overlay_add_job_on(Sim *sim, int32_t node, int32_t job, int32_t sign);
+void gp_overlay_add_job(Sim *sim, int32_t job, int32_t sign);
 
-/* Choose `count` nodes among the `candidates` (a bitmap of n_words words) for a whole-node job:
- * by topology when there is one and the job has several nodes, else by the select piece.
- * Fills sim->node_scratch in ascending order; returns how many (fewer than count: no fit). */
-int32_t gp_choose_nodes(Sim *sim, const uint64_t *candidates, int32_t count);
+/* Choose `count` nodes for `job` among the `candidates` (a bitmap of n_words words), all of which
+ * it fits: by topology when there is one and the job has several nodes, else by the select piece,
+ * which reads the nodes' free CPUs now or, with `on_overlay`, on the overlay. Fills
+ * sim->node_scratch in ascending order; returns how many (fewer than count: no fit). */
+int32_t gp_choose_nodes(Sim *sim, const uint64_t *candidates, int32_t count, int32_t job, int on_overlay);
 /* The nodes with at least `gpus` free GPUs, as a bitmap of n_words words. */
 static inline const uint64_t *gp_level_bits(const Sim *sim, int32_t gpus) {
     return sim->level_bits + (size_t)(gpus - 1) * sim->n_words;
@@ -264,12 +330,21 @@ static inline const uint64_t *gp_level_bits(const Sim *sim, int32_t gpus) {
 /* The nodes with all GPUs free. */
 static inline const uint64_t *gp_free_bits(const Sim *sim) { return gp_level_bits(sim, sim->node_gpus); }
 
+/* A job that did not fit now although enough nodes had its GPUs free: note whether its CPUs or its
+ * memory were short (held_by). */
+#define GP_HELD_BY_CPUS 1
+#define GP_HELD_BY_MEMORY 2
+void gp_note_held(Sim *sim, int32_t job, double until);
+
 /* Does the job in slot `slot` fit now? (holes never fit) */
 static inline int gp_fits_now(Sim *sim, int32_t slot) {
     int32_t nodes = sim->q_nodes[slot], job = sim->q_job[slot];
     if (nodes == GP_GONE || sim->count_ge[sim->gpn[job]] < nodes) return 0;
-    if (!sim->hold && !(sim->place_require && nodes > 1)) return 1;
-    return gp_find_nodes(sim, job, sim->now + sim->q_estimate[slot]) == nodes;
+    if (!sim->hold && !(sim->place_require && nodes > 1) && !gp_res_binds(sim, job)) return 1;
+    double until = sim->now + sim->q_estimate[slot];
+    if (gp_find_nodes(sim, job, until) == nodes) return 1;
+    if (gp_res_binds(sim, job)) gp_note_held(sim, job, until);
+    return 0;
 }
 
 /* ---- event heaps and the job life cycle ------------------------------------------------------ */

@@ -79,9 +79,12 @@ PyDoc_STRVAR(simulate_doc,
              "         preempt=None, reservations=None, lending=None, topology=None) -> (rows, ranges)\n"
              "--\n\n"
              "Run the batch engine. Every argument is a mapping read by name: cluster (nodes,\n"
-             "gpus_per_node), jobs (submit, run, estimate, nodes, gpus, job_id, gpus_per_node,\n"
-             "submitted_early), results and timeline (arrays filled in), and one per piece: its\n"
-             "\"plugin\" (a name from pieces()) and its settings. Returns the timeline rows and the\n"
+             "gpus_per_node; cpus_per_node and mem_per_node_mb to count CPUs and memory), jobs\n"
+             "(submit, run, estimate, nodes, gpus, job_id, gpus_per_node, submitted_early; with\n"
+             "CPUs counted cpus_per_node, cpu_step, mem_per_node_mb), results (start, range_first,\n"
+             "range_count; with CPUs counted held_by) and timeline (time_s, busy_gpus, queued_jobs;\n"
+             "with CPUs counted busy_cpus, busy_mem_mb): arrays filled in; and one per\n"
+             "piece: its \"plugin\" (a name from pieces()) and its settings. Returns the timeline rows and the\n"
              "(first node, count) pairs of the jobs' node ranges as bytes.");
 
 static PyObject *simulate(PyObject *self, PyObject *args, PyObject *kwargs) {
@@ -105,12 +108,25 @@ static PyObject *simulate(PyObject *self, PyObject *args, PyObject *kwargs) {
     int sim_ready = 0;
     if (!buffers) return PyErr_NoMemory();
 
-    int64_t total_nodes, node_gpus;
+    int64_t total_nodes, node_gpus, node_cpus = 0, node_mem = 0;
+    PyObject *cpus_obj;
     GpSettings c = {.mapping = cluster, .piece = "cluster", .buffers = buffers};
     if (gp_read_int(&c, "nodes", &total_nodes) < 0 || gp_read_int(&c, "gpus_per_node", &node_gpus) < 0 ||
-        gp_settings_done(&c) < 0)
+        gp_read_object(&c, "cpus_per_node", 1, &cpus_obj) < 0)
         goto done;
-    void *submit, *run, *estimate, *nodes, *gpus, *job_id, *gpn, *quiet;
+    /* CPUs and memory are counted when the cluster gives its CPUs per node */
+    int count_cpus = cpus_obj != Py_None;
+    if (count_cpus) {
+        node_cpus = PyLong_AsLongLong(cpus_obj);
+        if ((node_cpus == -1 && PyErr_Occurred()) || gp_read_int(&c, "mem_per_node_mb", &node_mem) < 0) goto done;
+    }
+    if (gp_settings_done(&c) < 0) goto done;
+    if (count_cpus && (node_cpus < 1 || node_cpus > INT32_MAX || node_mem < 0 || node_mem > INT32_MAX)) {
+        PyErr_SetString(PyExc_ValueError, "cluster: need 1 <= cpus_per_node and 0 <= mem_per_node_mb < 2**31");
+        goto done;
+    }
+    void *submit, *run, *estimate, *nodes, *gpus, *job_id, *gpn, *quiet, *job_cpus = NULL, *cpu_step = NULL,
+                                                                          *job_mem = NULL, *held_by = NULL;
     void *start, *range_first, *range_count, *tl_time, *tl_busy, *tl_queued;
     Py_ssize_t n, tl_cap;
     GpSettings j = {.mapping = jobs, .piece = "jobs", .buffers = buffers};
@@ -122,18 +138,29 @@ static PyObject *simulate(PyObject *self, PyObject *args, PyObject *kwargs) {
         gp_read_array(&j, "gpus", 4, n, 0, 0, &gpus, NULL) < 0 ||
         gp_read_array(&j, "job_id", 8, n, 0, 0, &job_id, NULL) < 0 ||
         gp_read_array(&j, "gpus_per_node", 4, n, 0, 0, &gpn, NULL) < 0 ||
-        gp_read_array(&j, "submitted_early", 1, n, 0, 1, &quiet, NULL) < 0 || gp_settings_done(&j) < 0)
+        gp_read_array(&j, "submitted_early", 1, n, 0, 1, &quiet, NULL) < 0)
         goto done;
+    if (count_cpus && (gp_read_array(&j, "cpus_per_node", 4, n, 0, 0, &job_cpus, NULL) < 0 ||
+                       gp_read_array(&j, "cpu_step", 4, n, 0, 0, &cpu_step, NULL) < 0 ||
+                       gp_read_array(&j, "mem_per_node_mb", 4, n, 0, 0, &job_mem, NULL) < 0))
+        goto done;
+    if (gp_settings_done(&j) < 0) goto done;
     GpSettings r = {.mapping = results, .piece = "results", .buffers = buffers};
     if (gp_read_array(&r, "start", 8, n, 1, 0, &start, NULL) < 0 ||
         gp_read_array(&r, "range_first", 8, n, 1, 0, &range_first, NULL) < 0 ||
-        gp_read_array(&r, "range_count", 4, n, 1, 0, &range_count, NULL) < 0 || gp_settings_done(&r) < 0)
+        gp_read_array(&r, "range_count", 4, n, 1, 0, &range_count, NULL) < 0 ||
+        (count_cpus && gp_read_array(&r, "held_by", 1, n, 1, 0, &held_by, NULL) < 0) || gp_settings_done(&r) < 0)
         goto done;
     GpSettings t = {.mapping = timeline, .piece = "timeline", .buffers = buffers};
     if (gp_read_array(&t, "time_s", 8, -1, 1, 0, &tl_time, &tl_cap) < 0 ||
         gp_read_array(&t, "busy_gpus", 8, tl_cap, 1, 0, &tl_busy, NULL) < 0 ||
-        gp_read_array(&t, "queued_jobs", 4, tl_cap, 1, 0, &tl_queued, NULL) < 0 || gp_settings_done(&t) < 0)
+        gp_read_array(&t, "queued_jobs", 4, tl_cap, 1, 0, &tl_queued, NULL) < 0)
         goto done;
+    void *tl_cpus = NULL, *tl_mem = NULL;
+    if (count_cpus && (gp_read_array(&t, "busy_cpus", 8, tl_cap, 1, 0, &tl_cpus, NULL) < 0 ||
+                       gp_read_array(&t, "busy_mem_mb", 8, tl_cap, 1, 0, &tl_mem, NULL) < 0))
+        goto done;
+    if (gp_settings_done(&t) < 0) goto done;
     if (total_nodes < 1 || total_nodes > INT32_MAX || node_gpus < 1 || node_gpus > 4096 || n > INT32_MAX - 1 ||
         total_nodes * node_gpus > INT32_MAX / 2) {
         PyErr_SetString(PyExc_ValueError,
@@ -160,6 +187,23 @@ static PyObject *simulate(PyObject *self, PyObject *args, PyObject *kwargs) {
     sim.range_first = range_first;
     sim.range_count = range_count;
     if (check_jobs(&sim) < 0) goto done;
+    if (count_cpus) {
+        const int32_t *cpus = job_cpus, *step = cpu_step, *mem = job_mem;
+        for (Py_ssize_t k = 0; k < n; k++)
+            if (cpus[k] < 1 || cpus[k] > node_cpus || step[k] < 1 || mem[k] < 0 || mem[k] > node_mem) {
+                PyErr_Format(PyExc_ValueError,
+                             "job index %zd: needs 1 <= cpus_per_node <= the node's, cpu_step >= 1 and "
+                             "0 <= mem_per_node_mb <= the node's",
+                             k);
+                goto done;
+            }
+        if (gp_enable_cpus(&sim, (int32_t)node_cpus, (int32_t)node_mem, cpus, step, mem, held_by) < 0) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        sim.tl_busy_cpus = tl_cpus;
+        sim.tl_busy_mem = tl_mem;
+    }
     sim.whole_nodes = 1;
     for (Py_ssize_t k = 0; k < n; k++)
         if (sim.gpn[k] != sim.node_gpus) sim.whole_nodes = 0;

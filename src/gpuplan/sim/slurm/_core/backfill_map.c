@@ -254,36 +254,65 @@ static void add_job_nodes(const Sim *sim, int32_t job, uint64_t *bits) {
             bits[w] |= range_mask(w, r[2 * k], r[2 * k + 1]);
 }
 
-/* A released running job gives its GPUs back on the overlay: its nodes with `gpus` free join `usable`. */
-static void release_gpus(Sim *sim, int32_t job, int32_t gpus, uint64_t *usable) {
+/* A released running job gives its GPUs (CPUs, memory) back on the overlay: its nodes that `placed`
+ * then fits join `usable`. */
+static void release_job(Sim *sim, int32_t job, int32_t placed, uint64_t *usable) {
     gp_overlay_add_job(sim, job, +1);
     const int32_t *r = sim->ranges + 2 * sim->range_first[job];
     for (int32_t k = 0; k < sim->range_count[job]; k++)
         for (int32_t node = r[2 * k]; node < r[2 * k] + r[2 * k + 1]; node++)
-            if (gp_overlay_free(sim, node) >= gpus) usable[node >> 6] |= UINT64_C(1) << (node & 63);
+            if (gp_overlay_fits(sim, node, placed)) usable[node >> 6] |= UINT64_C(1) << (node & 63);
 }
 
-/* Enough of `candidates` among `usable` for `need` nodes? Then choose them (node_scratch). */
-static int fits_on(Sim *sim, const uint64_t *candidates, const uint64_t *usable, uint64_t *both, int32_t need) {
+/* Enough of `candidates` among `usable` for the `need` nodes of `job`? Then choose them
+ * (node_scratch), by the free resources now or on the overlay. */
+static int fits_on(Sim *sim, const uint64_t *candidates, const uint64_t *usable, uint64_t *both, int32_t need,
+                   int32_t job, int on_overlay) {
     for (int32_t w = 0; w < sim->n_words; w++) both[w] = candidates[w] & usable[w];
-    return popcount(both, sim->n_words) >= need && gp_choose_nodes(sim, both, need) == need;
+    return popcount(both, sim->n_words) >= need && gp_choose_nodes(sim, both, need, job, on_overlay) == need;
 }
 
 /*
- * job_test.c:_will_run_test: the earliest time the job (`need` nodes with `gpus` GPUs each) fits
- * on `candidates`, with its nodes in node_scratch, or INFINITY. `ordered` are the running jobs by
- * planned end. A running job with no candidate node is skipped, and then the next one joins the
- * group whatever its end (as Slurm's loop does). Released jobs free whole nodes in a whole-node
- * pool, else their GPUs on an overlay of free GPUs per node.
+ * job_test.c:_will_run_test: the earliest time `job` (`need` nodes, its GPUs, CPUs and memory on
+ * each) fits on `candidates`, with its nodes in node_scratch, or INFINITY. `ordered` are the
+ * running jobs by planned end. Released jobs free whole nodes in a whole-node pool, else their
+ * GPUs, CPUs and memory on the overlay. When the job does not fit now and preemption is on, every
+ * running job it may preempt is released first (_build_cr_job_list takes the preemptee candidates
+ * out of the future usage): if it fits then, it can start now by preempting (*preempts is set);
+ * else the other jobs are released by planned end, in groups whose windows start at the 30-s
+ * boundary after the first one's end and double. A running job with no candidate node is skipped,
+ * and then the next one joins the group whatever its end (as Slurm's loop does).
  */
 static double will_run(Sim *sim, BackfillMap *bf, const BackfillClock *clock, const uint64_t *candidates, int32_t need,
-                       int32_t gpus, double now, const int32_t *ordered, int32_t n_running) {
+                       int32_t placed, double now, const int32_t *ordered, int32_t n_running, int *preempts) {
     int32_t W = sim->n_words;
     uint64_t *released = bf->bits_scratch + 2 * (size_t)W, *both = bf->bits_scratch + 3 * (size_t)W;
-    const uint64_t *usable_now = gp_level_bits(sim, gpus);
-    if (fits_on(sim, candidates, usable_now, both, need)) return now;
+    const uint64_t *usable_now = gp_usable_bits(sim, placed);
+    *preempts = 0;
+    if (fits_on(sim, candidates, usable_now, both, need, placed, 0)) return now;
     memcpy(released, usable_now, (size_t)W * sizeof(uint64_t));
     if (!sim->whole_nodes) gp_overlay_begin(sim);
+    if (sim->preempt) {
+        int32_t kept = 0, gone = 0;
+        for (int32_t k = 0; k < n_running; k++) {
+            int32_t job = ordered[k];
+            if (!gp_may_preempt(sim, placed, job)) {
+                bf->run_kept[kept++] = job;
+                continue;
+            }
+            gone++;
+            if (sim->whole_nodes)
+                add_job_nodes(sim, job, released);
+            else
+                release_job(sim, job, placed, released);
+        }
+        if (gone > 0 && fits_on(sim, candidates, released, both, need, placed, !sim->whole_nodes)) {
+            *preempts = 1;
+            return now;
+        }
+        ordered = bf->run_kept;
+        n_running = kept;
+    }
     double window = 30, boundary = NAN;
     int32_t i = 0;
     while (i < n_running) {
@@ -303,7 +332,7 @@ static double will_run(Sim *sim, BackfillMap *bf, const BackfillClock *clock, co
             if (sim->whole_nodes)
                 add_job_nodes(sim, job, released);
             else
-                release_gpus(sim, job, gpus, released);
+                release_job(sim, job, placed, released);
             if (i >= n_running) {
                 more = 0;
                 break;
@@ -315,7 +344,8 @@ static double will_run(Sim *sim, BackfillMap *bf, const BackfillClock *clock, co
         while (i < n_running && sim->est_end[ordered[i]] > boundary + window) window *= 2;
         /* a running job past its planned end (no time limit, or OverTimeLimit) still holds its
          * nodes now: the earliest start is then the next second */
-        if (fits_on(sim, candidates, released, both, need)) return fmax(now + 1, sim->est_end[last]);
+        if (fits_on(sim, candidates, released, both, need, placed, !sim->whole_nodes))
+            return fmax(now + 1, sim->est_end[last]);
         if (!more) break;
     }
     return INFINITY;
@@ -353,7 +383,8 @@ static int any_could_start(Sim *sim, BackfillMap *bf, int32_t slot, int64_t budg
  * The same question where jobs share nodes: a job of `need` nodes with `gpus` GPUs each could start
  * only on as many free nodes with that many free GPUs, clear for its window. Most free nodes are
  * clear for good (no reservation of this cycle holds them): they are counted by free GPUs once;
- * the others are tested one by one.
+ * the others are tested one by one, and so is every free node for a job whose CPUs or memory may
+ * be short where its GPUs are free.
  */
 static int any_could_start_gpus(Sim *sim, BackfillMap *bf, int32_t slot, int64_t budget, double now,
                                 const int32_t *free_node, const double *clear_until, int32_t n_free) {
@@ -373,7 +404,12 @@ static int any_could_start_gpus(Sim *sim, BackfillMap *bf, int32_t slot, int64_t
         budget--;
         int32_t gpus = sim->gpn[job], clear = at_least[gpus];
         double until = now + sim->q_estimate[slot];
-        for (int32_t h = 0; h < n_held && clear < need; h++)
+        if (gp_res_binds(sim, job)) { /* its GPUs free are not enough: its CPUs and memory, node by node */
+            clear = 0;
+            for (int32_t k = 0; k < n_free && clear < need; k++)
+                clear += clear_until[k] > until && gp_node_fits(sim, free_node[k], job);
+        }
+        for (int32_t h = 0; h < n_held && clear < need && !gp_res_binds(sim, job); h++)
             if (sim->node_free[free_node[held[h]]] >= gpus && clear_until[held[h]] > until) clear++;
         if (clear >= need) return 1;
     }
@@ -389,7 +425,9 @@ enum { MEMO_SLOTS = 8 };
 
 typedef struct {
     int32_t used, next;
-    int32_t need[MEMO_SLOTS], gpus[MEMO_SLOTS];
+    int32_t need[MEMO_SLOTS], gpus[MEMO_SLOTS], cpus[MEMO_SLOTS], cpu_step[MEMO_SLOTS], mem[MEMO_SLOTS];
+    int32_t preempt_class[MEMO_SLOTS]; /* whose jobs a will-run test takes as gone (-1: none) */
+    int preempts[MEMO_SLOTS];
     double when[MEMO_SLOTS];
     uint64_t *candidates; /* MEMO_SLOTS x n_words */
     int32_t *nodes;       /* MEMO_SLOTS x total_nodes */
@@ -399,23 +437,32 @@ typedef struct {
 static void memo_clear(WillRunMemo *memo) { memo->used = memo->next = 0; }
 
 static double will_run_memo(Sim *sim, BackfillMap *bf, WillRunMemo *memo, const BackfillClock *clock,
-                            const uint64_t *candidates, int32_t need, int32_t gpus, double now,
-                            const int32_t *ordered, int32_t n_running) {
-    int32_t W = sim->n_words;
+                            const uint64_t *candidates, int32_t need, int32_t job, double now,
+                            const int32_t *ordered, int32_t n_running, int *preempts) {
+    int32_t W = sim->n_words, gpus = sim->gpn[job], counted = gp_counts_res(sim, job);
+    int32_t cpus = counted ? sim->job_cpus[job] : 0, cpu_step = counted ? sim->job_cpu_step[job] : 0;
+    int32_t mem = counted ? sim->job_mem[job] : 0, cls = sim->preempt ? sim->preempt->preempt_class[job] : -1;
     for (int32_t m = 0; m < memo->used; m++) {
-        if (memo->need[m] != need || memo->gpus[m] != gpus ||
+        if (memo->need[m] != need || memo->gpus[m] != gpus || memo->cpus[m] != cpus ||
+            memo->cpu_step[m] != cpu_step || memo->mem[m] != mem || memo->preempt_class[m] != cls ||
             memcmp(memo->candidates + (size_t)m * W, candidates, (size_t)W * sizeof(uint64_t)) != 0)
             continue;
         if (memo->when[m] != INFINITY)
             memcpy(sim->node_scratch, memo->nodes + (size_t)m * sim->total_nodes, (size_t)need * sizeof(int32_t));
+        *preempts = memo->preempts[m];
         return memo->when[m];
     }
-    double when = will_run(sim, bf, clock, candidates, need, gpus, now, ordered, n_running);
+    double when = will_run(sim, bf, clock, candidates, need, job, now, ordered, n_running, preempts);
     int32_t m = memo->next;
     memo->next = (m + 1) % MEMO_SLOTS;
     if (memo->used < MEMO_SLOTS) memo->used++;
     memo->need[m] = need;
     memo->gpus[m] = gpus;
+    memo->cpus[m] = cpus;
+    memo->cpu_step[m] = cpu_step;
+    memo->mem[m] = mem;
+    memo->preempt_class[m] = cls;
+    memo->preempts[m] = *preempts;
     memo->when[m] = when;
     memcpy(memo->candidates + (size_t)m * W, candidates, (size_t)W * sizeof(uint64_t));
     if (when != INFINITY)
@@ -555,6 +602,7 @@ void gp_backfill_map_free(BackfillMap *bf) {
     PyMem_RawFree(bf->run_order);
     PyMem_RawFree(bf->memo_nodes);
     PyMem_RawFree(bf->run_fresh);
+    PyMem_RawFree(bf->run_kept);
     PyMem_RawFree(bf->run_mark);
     PyMem_RawFree(bf->free_list);
     PyMem_RawFree(bf->prune_scratch);
@@ -573,12 +621,13 @@ void gp_backfill_map_cycle(Sim *sim, BackfillMap *bf, double now) {
         size_t most_running = (size_t)(gpus < sim->n_jobs ? gpus : sim->n_jobs) + 1;
         bf->run_order = PyMem_RawCalloc(most_running, sizeof(int32_t));
         bf->run_fresh = PyMem_RawCalloc(most_running, sizeof(RunKey));
+        bf->run_kept = PyMem_RawCalloc(most_running, sizeof(int32_t));
         bf->run_mark = PyMem_RawCalloc((size_t)sim->n_jobs + 1, sizeof(uint32_t));
         bf->memo_nodes = PyMem_RawCalloc((size_t)MEMO_SLOTS * sim->total_nodes, sizeof(int32_t));
         bf->free_list = PyMem_RawCalloc((size_t)sim->total_nodes, sizeof(int32_t));
         bf->map_clear = PyMem_RawCalloc(2 * (size_t)sim->total_nodes, sizeof(double));
         bf->prune_scratch = PyMem_RawCalloc((size_t)sim->node_gpus + 2 + (size_t)sim->total_nodes, sizeof(int32_t));
-        if (!bf->bits_scratch || !bf->run_order || !bf->run_fresh || !bf->run_mark || !bf->memo_nodes ||
+        if (!bf->bits_scratch || !bf->run_order || !bf->run_fresh || !bf->run_kept || !bf->run_mark || !bf->memo_nodes ||
             !bf->free_list || !bf->map_clear || !bf->prune_scratch) {
             sim->out_of_memory = 1;
             return;
@@ -643,16 +692,18 @@ void gp_backfill_map_cycle(Sim *sim, BackfillMap *bf, double now) {
             window_and(sim, bf, &win, all, candidates);
             if (sim->reservations) drop_windowed(sim, sim->q_job[slot], candidates, start_at, start_at + limit);
             double when = INFINITY;
+            int preempts = 0;
             if (popcount(candidates, W) >= need) {
                 if (n_running < 0) n_running = running_by_end(sim, bf);
-                when = will_run_memo(sim, bf, &memo, clock, candidates, need, gpus, now, bf->run_order, n_running);
+                when = will_run_memo(sim, bf, &memo, clock, candidates, need, sim->q_job[slot], now, bf->run_order,
+                                     n_running, &preempts);
             }
             if (when == INFINITY) {
                 if (isnan(later)) break;
                 start_at = later;
                 continue;
             }
-            if (when > now && start_at == now && sim->preempt) {
+            if (preempts && start_at == now) {
                 /* job_test.c:_will_run_test with preemptable jobs gone: it can start now by
                  * preempting jobs on its candidate nodes (select_nodes then preempts them) */
                 int32_t job = sim->q_job[slot];
@@ -665,13 +716,14 @@ void gp_backfill_map_cycle(Sim *sim, BackfillMap *bf, double now) {
                     recheck = 1;
                     if (!fits) break; /* waiting out its victims' grace time: no reservation */
                     /* it starts now, below, on the best fit of its free candidates */
-                    const uint64_t *usable = gp_level_bits(sim, gpus);
+                    const uint64_t *usable = gp_usable_bits(sim, job);
                     for (int32_t w = 0; w < W; w++) chosen[w] = candidates[w] & usable[w];
-                    gp_choose_nodes(sim, chosen, need);
+                    gp_choose_nodes(sim, chosen, need, job, 0);
                     when = now;
                 }
+                if (!fits) break; /* its victims would not make room after all: no start, no plan */
             }
-            if (when < start_at) when = start_at;
+            if (when < start_at) when = start_at; /* (a later start preempting: planned then) */
             if (when > start_at && sim->reservations && windowed(sim, sim->q_job[slot], need, when, when + limit)) {
                 start_at = when; /* an advance reservation takes a chosen node then: candidates from then */
                 continue;

@@ -31,6 +31,7 @@ typedef struct {
     uint32_t *run_mark; /* per job: listed in this listing (run_mark_epoch) */
     uint32_t run_mark_epoch;
     struct RunKey *run_fresh; /* jobs started since the last listing, to sort and merge */
+    int32_t *run_kept;        /* scratch: the running jobs a will-run test releases one by one */
     int32_t *memo_nodes;      /* the will-run memo's node lists */
     int32_t *free_list;       /* the nodes with a free GPU (for the cycle's early end) */
     int32_t *prune_scratch;   /* free nodes by free GPUs, and those a reservation holds (early end) */

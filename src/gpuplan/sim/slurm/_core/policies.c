@@ -108,11 +108,11 @@ static void easy_pass(Sim *sim, void *state, double now) {
  * at the shadow time. With whole nodes and no reservation this is the node-count rule above.
  */
 static int head_fits_at(Sim *sim, int32_t head_job, double estimate, double at) {
-    int32_t need = sim->nodes[head_job], gpus = sim->gpn[head_job];
-    if (!sim->reservations) return sim->ov_count[gpus] >= need;
+    int32_t need = sim->nodes[head_job];
+    if (!sim->reservations) return gp_overlay_fit_count(sim, head_job) >= need;
     int32_t found = 0;
     for (int32_t node = 0; node < sim->total_nodes && found < need; node++)
-        if (gp_overlay_free(sim, node) >= gpus && !gp_window_blocks_at(sim, node, head_job, at, at + estimate))
+        if (gp_overlay_fits(sim, node, head_job) && !gp_window_blocks_at(sim, node, head_job, at, at + estimate))
             found++;
     return found >= need;
 }
@@ -145,12 +145,12 @@ static void easy_pass_per_gpu(Sim *sim, double now, int32_t head) {
     }
     for (int32_t slot = head + 1; slot < sim->q_count && sim->count_ge[1] > 0; slot++) {
         if (!gp_fits_now(sim, slot) || gp_limit_reason(sim, sim->q_job[slot])) continue;
-        int32_t job = sim->q_job[slot], nodes = sim->q_nodes[slot], gpus = sim->gpn[job];
+        int32_t job = sim->q_job[slot], nodes = sim->q_nodes[slot];
         gp_find_nodes(sim, job, now + sim->q_estimate[slot]);
         if (now + sim->q_estimate[slot] > shadow) { /* still running at the shadow time */
-            for (int32_t k = 0; k < nodes; k++) gp_overlay_add(sim, sim->node_scratch[k], -gpus);
+            for (int32_t k = 0; k < nodes; k++) gp_overlay_add_job_on(sim, sim->node_scratch[k], job, -1);
             if (!head_fits_at(sim, head_job, head_estimate, shadow)) {
-                for (int32_t k = 0; k < nodes; k++) gp_overlay_add(sim, sim->node_scratch[k], +gpus);
+                for (int32_t k = 0; k < nodes; k++) gp_overlay_add_job_on(sim, sim->node_scratch[k], job, +1);
                 continue;
             }
         }

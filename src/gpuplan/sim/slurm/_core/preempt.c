@@ -76,16 +76,16 @@ void gp_preempt_vacate(Sim *sim, int32_t job, double now, int mode) {
  * one outside `allowed`, or one an advance reservation holds during its run (as gp_fits_now finds). */
 static int32_t take_until_fit(Sim *sim, const Victim *cand, int32_t count, int32_t slot, double now,
                               const uint64_t *allowed) {
-    int32_t job = sim->q_job[slot], gpus = sim->gpn[job], nodes = sim->q_nodes[slot], taken = 0;
+    int32_t job = sim->q_job[slot], nodes = sim->q_nodes[slot], taken = 0;
     gp_overlay_begin(sim);
     double until = now + sim->q_estimate[slot];
     if (allowed || sim->reservations)
         for (int32_t node = 0; node < sim->total_nodes; node++)
             if ((allowed && !(allowed[node >> 6] >> (node & 63) & 1)) ||
                 (sim->reservations && gp_window_blocks_at(sim, node, job, now, until)))
-                gp_overlay_add(sim, node, -gp_overlay_free(sim, node) - sim->node_gpus - 1);
-    while (taken < count && sim->ov_count[gpus] < nodes) gp_overlay_add_job(sim, cand[taken++].job, +1);
-    return sim->ov_count[gpus] >= nodes ? taken : -1;
+                gp_overlay_add(sim, node, -gp_overlay_free(sim, node) - sim->node_gpus - 1, 0, 0);
+    while (taken < count && gp_overlay_fit_count(sim, job) < nodes) gp_overlay_add_job(sim, cand[taken++].job, +1);
+    return gp_overlay_fit_count(sim, job) >= nodes ? taken : -1;
 }
 
 /* Most nodes first, stably (Slurm's list_sort is glibc's qsort, a merge sort). */
@@ -131,10 +131,10 @@ int gp_try_preempt(Sim *sim, int32_t slot, double now, const uint64_t *allowed) 
     }
     /* the overlay holds the last pass's victims: drop any whose nodes the job turns out not to need
      * (Slurm preempts only jobs on the nodes it selects) */
-    int32_t gpus = sim->gpn[job], nodes = sim->q_nodes[slot];
+    int32_t nodes = sim->q_nodes[slot];
     for (int32_t k = 0; k < taken; k++) {
         gp_overlay_add_job(sim, cand[k].job, -1);
-        if (sim->ov_count[gpus] >= nodes)
+        if (gp_overlay_fit_count(sim, job) >= nodes)
             cand[k].job = -1;
         else
             gp_overlay_add_job(sim, cand[k].job, +1);

@@ -36,6 +36,13 @@ struct GpPreempt {
     void *victim_scratch;
 };
 
+/* May `job` preempt `other` (preempt_g_job_preempt_check: the job's QoS lists the other's, or its
+ * partition's PriorityTier is higher)? No preemption piece: never. */
+static inline int gp_may_preempt(const Sim *sim, int32_t job, int32_t other) {
+    const struct GpPreempt *p = sim->preempt;
+    return p && p->can_preempt[p->preempt_class[job] * p->n_classes + p->preempt_class[other]];
+}
+
 /* Preempt running jobs so that the job in queue slot `slot` (which does not fit now) can start,
  * on the nodes of `allowed` (a bitmap of n_words words; NULL: any node). Returns 1 when it fits
  * now (victims with no GraceTime left at once), 0 when it must wait (for victims' grace time, or

@@ -8,14 +8,17 @@
  *
  * truncated to a whole number (priority_multifactor.c:_get_priority_internal). Every
  * PriorityCalcPeriod from slurmctld's start (the decay thread's ticks) the engine hands each
- * account's GPU-seconds since the last tick to the fair-share hook (Python: decay and the
- * fair-share formula live there), recomputes the priority of every queued job and sorts the queue:
- * priority high to low, then submit time, then job id. A requeued job gets a new SubmitTime, the
- * time it was requeued, and its age restarts when it is eligible again (job_mgr.c:_job_requeue_op
- * sets submit_time = now and accrue_time = 0; acct_policy.c:acct_policy_handle_accrue_time then
- * accrues from begin_time), so it sorts behind older jobs of equal priority. A job that arrives in
- * between gets its priority at once, from the last tick's fair-share factors, and is inserted in
- * order, as slurmctld does. Without AccountingStorageEnforce=limits a job that ends between ticks loses its use since
+ * account's usage since the last tick (billing TRES-seconds: _apply_new_usage charges
+ * calc_job_billable_tres, the job's CPUs without TRESBillingWeights) to the fair-share hook
+ * (Python: decay and the fair-share formula live there), recomputes the priority of every queued
+ * job and sorts the queue: priority high to low, then submit time, then job id. A requeued job gets
+ * a new SubmitTime, the time it was requeued, and its age restarts when it is eligible again
+ * (job_mgr.c:_job_requeue_op sets submit_time = now and accrue_time = 0;
+ * acct_policy.c:acct_policy_handle_accrue_time then accrues from begin_time), so it sorts behind
+ * older jobs of equal priority; but it keeps the priority it last had while pending until the next
+ * tick (nothing in the requeue calls set_job_prio, and decay_apply_weighted_factors skips jobs that
+ * are not pending). A job that arrives in between gets its priority at once, from the last tick's
+ * fair-share factors, and is inserted in order, as slurmctld does. Without AccountingStorageEnforce=limits a job that ends between ticks loses its use since
  * the last tick (the tick skips finished jobs and nothing adds it at the end).
  */
 #define PY_SSIZE_T_CLEAN
@@ -26,6 +29,7 @@
 #include <string.h>
 
 #include "plugins.h"
+#include "preempt.h"
 
 struct GpPriority {
     const double *prio_static; /* per job: weighted job-size, partition and QoS factors */
@@ -33,12 +37,13 @@ struct GpPriority {
     int32_t n_accounts;
     double weight_age, max_age, weight_fairshare, calc_period;
     double *priority;          /* per job: its priority when it was last computed */
-    double *submit_s;          /* per job: its SubmitTime (a requeue resets it), for ties */
+    double *submit_s;          /* per job: its SubmitTime (sbatch's; a requeue resets it), for ties */
     double *eligible_s;        /* per job: when its age began (accrue_time: eligible, again after a requeue) */
+    uint8_t *keeps_priority;   /* per job: requeued since the last tick, it keeps its last priority */
     double *fs_factor;         /* per account: fair-share factor from the last recalculation */
-    double *acct_usage;        /* per account: GPU-seconds used since the last recalculation */
-    double *acct_running_gpus; /* per account: GPUs running x their QoS UsageFactor */
-    const double *usage_gpus;  /* per job: its GPUs x UsageFactor */
+    double *acct_usage;           /* per account: billing-seconds used since the last recalculation */
+    double *acct_running_billing; /* per account: billing of its running jobs x their QoS UsageFactor */
+    const double *usage_billing;  /* per job: its billing TRES x UsageFactor */
     double usage_clock, next_recalc, last_recalc;
     double calc_phase; /* recalculations at calc_phase + k x calc_period (slurmctld's start) */
     /* AccountingStorageEnforce without "limits": a job's use between the last recalculation and its
@@ -48,7 +53,7 @@ struct GpPriority {
     PyObject *fairshare;
 };
 
-/* Called with the GIL held: hand each account's GPU-seconds since the last call, take factors. */
+/* Called with the GIL held: hand each account's usage since the last call, take factors. */
 static int call_fairshare_hook(struct GpPriority *p, double now) {
     PyObject *usage = PyBytes_FromStringAndSize((const char *)p->acct_usage,
                                                 (Py_ssize_t)p->n_accounts * (Py_ssize_t)sizeof(double));
@@ -76,8 +81,11 @@ static double job_priority(const struct GpPriority *p, int32_t job, double now) 
     return floor(p->prio_static[job] + p->weight_age * age + p->weight_fairshare * p->fs_factor[p->account[job]]);
 }
 
-/* Queue order: higher priority first, then earlier submit, then lower job id (then index). */
+/* Queue order (job_scheduler.c:sort_job_queue2): with preemption on, a job that may preempt the
+ * other first; then higher priority, earlier submit, lower job id (then index). */
 static int before(const Sim *sim, const struct GpPriority *p, int32_t a, int32_t b) {
+    if (gp_may_preempt(sim, a, b)) return 1;
+    if (gp_may_preempt(sim, b, a)) return 0;
     if (p->priority[a] != p->priority[b]) return p->priority[a] > p->priority[b];
     if (p->submit_s[a] != p->submit_s[b]) return p->submit_s[a] < p->submit_s[b];
     if (sim->job_id[a] != sim->job_id[b]) return sim->job_id[a] < sim->job_id[b];
@@ -85,33 +93,40 @@ static int before(const Sim *sim, const struct GpPriority *p, int32_t a, int32_t
 }
 
 typedef struct {
-    double priority, submit;
-    int64_t job_id;
     int32_t job, nodes;
     double estimate;
 } Entry;
 
-static int entry_cmp(const void *pa, const void *pb) {
-    const Entry *a = pa, *b = pb;
-    if (a->priority != b->priority) return a->priority > b->priority ? -1 : 1;
-    if (a->submit != b->submit) return a->submit < b->submit ? -1 : 1;
-    if (a->job_id != b->job_id) return a->job_id < b->job_id ? -1 : 1;
-    return (a->job > b->job) - (a->job < b->job);
+/* Sort `entries` by `before`, stably (a merge sort, as Slurm's list_sort: the preemption test makes
+ * the order a partial one, so the sort is named rather than left to qsort). */
+static void sort_entries(const Sim *sim, const struct GpPriority *p, Entry *entries, Entry *scratch, int32_t count) {
+    for (int32_t width = 1; width < count; width *= 2) {
+        for (int32_t lo = 0; lo < count; lo += 2 * width) {
+            int32_t mid = lo + width < count ? lo + width : count;
+            int32_t hi = lo + 2 * width < count ? lo + 2 * width : count;
+            int32_t i = lo, j = mid, out = lo;
+            while (i < mid && j < hi)
+                scratch[out++] = before(sim, p, entries[j].job, entries[i].job) ? entries[j++] : entries[i++];
+            while (i < mid) scratch[out++] = entries[i++];
+            while (j < hi) scratch[out++] = entries[j++];
+        }
+        memcpy(entries, scratch, (size_t)count * sizeof(Entry));
+    }
 }
 
 /* Recompute every queued job's priority and sort the queue (closing holes). */
 static int resort(Sim *sim, struct GpPriority *p, double now) {
     int32_t count = 0;
-    Entry *entries = PyMem_RawMalloc((size_t)(sim->q_len ? sim->q_len : 1) * sizeof(Entry));
+    Entry *entries = PyMem_RawMalloc(2 * (size_t)(sim->q_len ? sim->q_len : 1) * sizeof(Entry));
     if (!entries) return -1;
     for (int32_t s = sim->q_first; s < sim->q_count; s++) {
         if (sim->q_nodes[s] == GP_GONE) continue;
         int32_t job = sim->q_job[s];
         p->priority[job] = job_priority(p, job, now);
-        entries[count++] =
-            (Entry){p->priority[job], p->submit_s[job], sim->job_id[job], job, sim->q_nodes[s], sim->q_estimate[s]};
+        p->keeps_priority[job] = 0;
+        entries[count++] = (Entry){job, sim->q_nodes[s], sim->q_estimate[s]};
     }
-    qsort(entries, (size_t)count, sizeof(Entry), entry_cmp);
+    sort_entries(sim, p, entries, entries + (sim->q_len ? sim->q_len : 1), count);
     for (int32_t k = 0; k < count; k++) {
         sim->q_job[k] = entries[k].job;
         sim->q_nodes[k] = entries[k].nodes;
@@ -124,13 +139,14 @@ static int resort(Sim *sim, struct GpPriority *p, double now) {
     return 0;
 }
 
-/* A job entering the queue gets its priority from the last recalculation's factors and its place. */
+/* A job entering the queue gets its priority from the last recalculation's factors (a requeued one
+ * keeps its last, until the next tick) and its place. */
 static void priority_queued(Sim *sim, void *state, int32_t slot) {
     struct GpPriority *p = state;
     int32_t job = sim->q_job[slot];
     int32_t nodes = sim->q_nodes[slot];
     double estimate = sim->q_estimate[slot];
-    p->priority[job] = job_priority(p, job, sim->now);
+    if (!p->keeps_priority[job]) p->priority[job] = job_priority(p, job, sim->now);
     /* move it up past queued jobs it comes before (holes are moved along; order is kept) */
     int32_t s = slot;
     while (s > sim->q_first) {
@@ -152,29 +168,31 @@ static void priority_requeued(Sim *sim, void *state, int32_t job, double now, do
     /* "make sure the submit isn't the same as the last submit" (_job_requeue_op): now + 1 if so */
     p->submit_s[job] = now == p->submit_s[job] ? now + 1 : now;
     p->eligible_s[job] = at;
+    p->keeps_priority[job] = 1;
 }
 
 static void priority_started(Sim *sim, void *state, int32_t job, double now) {
     (void)sim;
     (void)now;
     struct GpPriority *p = state;
-    p->acct_running_gpus[p->account[job]] += p->usage_gpus[job];
+    p->acct_running_billing[p->account[job]] += p->usage_billing[job];
 }
 
 static void priority_ended(Sim *sim, void *state, int32_t job) {
     struct GpPriority *p = state;
     int32_t account = p->account[job];
-    p->acct_running_gpus[account] -= p->usage_gpus[job];
+    p->acct_running_billing[account] -= p->usage_billing[job];
     if (p->tick_usage_only) { /* its use since the last tick was accrued: drop it */
         double began = sim->attempt_start ? sim->attempt_start[job] : sim->start[job];
-        p->acct_usage[account] -= p->usage_gpus[job] * (sim->now - fmax(began, p->last_recalc));
+        p->acct_usage[account] -= p->usage_billing[job] * (sim->now - fmax(began, p->last_recalc));
     }
 }
 
 /* Usage up to now; the recalculation when due. */
 static int priority_instant(Sim *sim, void *state, double now) {
     struct GpPriority *p = state;
-    for (int32_t a = 0; a < p->n_accounts; a++) p->acct_usage[a] += p->acct_running_gpus[a] * (now - p->usage_clock);
+    for (int32_t a = 0; a < p->n_accounts; a++)
+        p->acct_usage[a] += p->acct_running_billing[a] * (now - p->usage_clock);
     p->usage_clock = now;
     if (now >= p->next_recalc) {
         if (p->fairshare != Py_None) {
@@ -214,7 +232,8 @@ static void priority_free(void *state) {
     PyMem_RawFree(p->eligible_s);
     PyMem_RawFree(p->fs_factor);
     PyMem_RawFree(p->acct_usage);
-    PyMem_RawFree(p->acct_running_gpus);
+    PyMem_RawFree(p->acct_running_billing);
+    PyMem_RawFree(p->keeps_priority);
     PyMem_RawFree(p);
 }
 
@@ -228,16 +247,17 @@ static const GpHooks PRIORITY_HOOKS = {
     .free = priority_free,
 };
 
-/* Settings (priority.py PriorityInputs.for_engine): static, usage_gpus (float64) and association
+/* Settings (priority.py PriorityInputs.for_engine): static, usage_billing, submitted_s (float64) and association
  * (int32) per job; accounts; weight_age, max_age_s, weight_fairshare, calc_period_s, calc_phase_s;
  * tick_usage_only; fairshare (the hook, or None). */
 static int multifactor_setup(Sim *sim, GpSettings *s) {
     struct GpPriority p = {0};
-    void *prio_static, *account, *usage;
+    void *prio_static, *account, *usage, *submitted;
     int64_t accounts;
     if (gp_read_array(s, "static", 8, s->n_jobs, 0, 0, &prio_static, NULL) < 0 ||
         gp_read_array(s, "association", 4, s->n_jobs, 0, 0, &account, NULL) < 0 ||
-        gp_read_array(s, "usage_gpus", 8, s->n_jobs, 0, 0, &usage, NULL) < 0 ||
+        gp_read_array(s, "usage_billing", 8, s->n_jobs, 0, 0, &usage, NULL) < 0 ||
+        gp_read_array(s, "submitted_s", 8, s->n_jobs, 0, 0, &submitted, NULL) < 0 ||
         gp_read_int(s, "accounts", &accounts) < 0 || gp_read_double(s, "weight_age", &p.weight_age) < 0 ||
         gp_read_double(s, "max_age_s", &p.max_age) < 0 ||
         gp_read_double(s, "weight_fairshare", &p.weight_fairshare) < 0 ||
@@ -254,7 +274,7 @@ static int multifactor_setup(Sim *sim, GpSettings *s) {
         return -1;
     p.prio_static = prio_static;
     p.account = account;
-    p.usage_gpus = usage;
+    p.usage_billing = usage;
     p.n_accounts = (int32_t)accounts;
     p.next_recalc = -INFINITY;
     p.last_recalc = -INFINITY;
@@ -267,16 +287,17 @@ static int multifactor_setup(Sim *sim, GpSettings *s) {
         state->eligible_s = PyMem_RawMalloc(n * sizeof(double));
         state->fs_factor = PyMem_RawCalloc(a, sizeof(double));
         state->acct_usage = PyMem_RawCalloc(a, sizeof(double));
-        state->acct_running_gpus = PyMem_RawCalloc(a, sizeof(double));
+        state->acct_running_billing = PyMem_RawCalloc(a, sizeof(double));
+        state->keeps_priority = PyMem_RawCalloc(n, sizeof(uint8_t));
     }
     if (!state || !state->priority || !state->submit_s || !state->eligible_s || !state->fs_factor ||
-        !state->acct_usage || !state->acct_running_gpus || gp_add_piece(sim, s->piece, &PRIORITY_HOOKS, state) < 0) {
+        !state->acct_usage || !state->acct_running_billing || !state->keeps_priority || gp_add_piece(sim, s->piece, &PRIORITY_HOOKS, state) < 0) {
         priority_free(state);
         PyErr_NoMemory();
         return -1;
     }
     for (size_t k = 0; k < a; k++) state->fs_factor[k] = 1.0; /* no usage yet */
-    memcpy(state->submit_s, sim->submit, (size_t)s->n_jobs * sizeof(double));
+    memcpy(state->submit_s, submitted, (size_t)s->n_jobs * sizeof(double));
     memcpy(state->eligible_s, sim->submit, (size_t)s->n_jobs * sizeof(double));
     return 0;
 }

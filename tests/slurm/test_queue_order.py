@@ -1,0 +1,151 @@
+"""The order of Slurm 22.05's queue and what fair share charges, from the source (issue 15):
+job_scheduler.c:sort_job_queue2 (a job that may preempt another first, then priority, then
+SubmitTime), priority_multifactor.c:_apply_new_usage with job_mgr.c:calc_job_billable_tres (usage is
+billing: the job's CPUs without TRESBillingWeights), and a requeued job keeping its priority until
+the next recalculation (decay_apply_weighted_factors skips jobs that are not pending)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from gpuplan.sim.slurm.billing import billing_weights
+from gpuplan.sim.slurm.partitions import Partition
+from gpuplan.sim.slurm.priority import MultifactorSettings
+from gpuplan.sim.slurm.qos import Qos
+from gpuplan.sim.slurm.settings import SlurmSettings
+
+from builders import run_slurm, start_times, workload
+
+LADDER = (Qos("low"), Qos("normal", preempt=("low",)), Qos("high", preempt=("low", "normal")))
+
+
+@pytest.mark.parametrize("priority_type", ["basic", "multifactor"])
+def test_a_job_that_may_preempt_another_is_queued_before_it(priority_type: str) -> None:
+    # One node, held by a high job until 100. L (low) waits from 1, N (normal, which may preempt
+    # low) from 2: N goes first although L is older, as sort_job_queue2 tests preempt_g_job_preempt_check
+    # before priorities (with age counting, L's priority is the higher)
+    jobs = (
+        workload()
+        .job(submit=0, run=100, qos="high")
+        .job(submit=1, run=10, qos="low")
+        .job(submit=2, run=10, qos="normal")
+    )
+    aged = MultifactorSettings(weight_age=1000, max_age_s=100, calc_period_s=1)
+    settings = SlurmSettings(
+        "none",
+        priority_type=priority_type,
+        multifactor=aged,
+        qos=LADDER,
+        preempt_type="qos",
+        preempt_mode="requeue",
+    )
+    assert start_times(run_slurm(jobs, 1, settings=settings)) == {1: 0.0, 2: 110.0, 3: 100.0}
+    # without preemption the older job goes first
+    plain = replace(settings, preempt_type="none")
+    assert start_times(run_slurm(jobs, 1, settings=plain)) == {1: 0.0, 2: 100.0, 3: 110.0}
+
+
+def test_equal_priorities_go_by_when_sbatch_ran_not_by_begin_time() -> None:
+    # X was submitted at 0 with --begin at 10, Y at 5; both wait for the one node until 100 with the
+    # same priority: X's SubmitTime is the earlier (details->submit_time), so X starts first
+    jobs = workload().job(submit=0, run=100).job(submit=10, run=10).job(submit=5, run=10)
+    table = jobs.table()
+    table = replace(table, submitted_s=np.array([0.0, 0.0, 5.0]))
+    early = [False, True, False]
+    assert start_times(run_slurm(table, 1, backfill="none", submitted_early=early)) == {
+        1: 0.0,
+        2: 100.0,
+        3: 110.0,
+    }
+    assert start_times(run_slurm(jobs.table(), 1, backfill="none")) == {1: 0.0, 2: 110.0, 3: 100.0}
+
+
+def fair(**options: object) -> SlurmSettings:
+    return SlurmSettings(
+        "none",
+        priority_type="multifactor",
+        multifactor=MultifactorSettings(weight_fairshare=1000, calc_period_s=5),
+        **options,  # type: ignore[arg-type]
+    )
+
+
+def test_fair_share_charges_cpus_unless_billing_weights_say_otherwise() -> None:
+    # Account a ran a 1-GPU job holding 48 CPUs, account b a 7-GPU job holding 1 CPU, each for 50 s.
+    # Slurm bills CPUs (calc_job_billable_tres without TRESBillingWeights), so a used more and b's
+    # next job goes first; billing GPUs (GRES/gpu=1) puts a's first
+    jobs = (
+        workload()
+        .job(submit=0, run=50, gpus=1, cpus=48, team="a")
+        .job(submit=0, run=50, gpus=7, team="b", job_id=2)
+        .job(submit=10, run=50, gpus=8, team="a")
+        .job(submit=10, run=50, gpus=8, team="b")
+    )
+    nodes = {"node_cpus": 64, "node_mem_mb": 512000}
+    by_cpus = run_slurm(jobs, 1, 8, settings=fair(), **nodes)
+    assert start_times(by_cpus) == {1: 0.0, 2: 0.0, 3: 100.0, 4: 50.0}
+    by_gpus = run_slurm(jobs, 1, 8, settings=fair(tres_billing_weights="GRES/gpu=1"), **nodes)
+    assert start_times(by_gpus) == {1: 0.0, 2: 0.0, 3: 50.0, 4: 100.0}
+
+
+def test_billing_weights_read_as_slurm_conf_writes_them() -> None:
+    assert billing_weights("CPU=1.0,Mem=0.25G,GRES/gpu=2.0") == {"cpu": 1.0, "mem": 0.25 / 1024, "gpu": 2.0}
+    assert billing_weights("") == {}
+    with pytest.raises(ValueError, match="GRES/foo"):
+        billing_weights("GRES/foo=1")
+    with pytest.raises(ValueError, match="not a number"):
+        billing_weights("CPU=x")
+
+
+def test_a_requeued_job_keeps_its_priority_until_the_next_recalculation() -> None:
+    # One node, recalculations every 5 s. B0 (account b) runs 0-3, A (account a) from 3: by the
+    # recalculation at 10, a has used more. H (a higher tier) preempts A at 12 and ends at 13; W
+    # (account b) was submitted at 12.5. A requeued keeps the priority it had while pending (set at
+    # its submit, with no usage yet), so it goes first at 13, before the next recalculation at 15;
+    # recomputed at once with a's usage it would go after W
+    tiers = (Partition("low", "batch", priority_tier=1), Partition("high", "batch", priority_tier=2))
+    jobs = (
+        workload()
+        .job(submit=0, run=3, team="b", partition="low")
+        .job(submit=1, run=100, team="a", partition="low")
+        .job(submit=12, run=1, team="c", partition="high")
+        .job(submit=12.5, run=50, team="b", partition="low")
+    )
+    settings = fair(
+        partitions=tiers, preempt_type="partition_prio", preempt_mode="requeue", requeue_delay_s=0.0
+    )
+    run = run_slurm(jobs, 1, settings=settings)
+    assert run.preemptions.tolist() == [0, 1, 0, 0]
+    assert start_times(run) == {1: 0.0, 2: 3.0, 3: 12.0, 4: 113.0}
+
+
+def test_backfill_plans_a_preemptor_as_if_its_victims_were_gone() -> None:
+    # Three nodes: Lr (low) holds node0 until 1000, Nr (normal) node1 until 100, node2 is free. P
+    # (normal, 3 nodes) cannot start now even by preempting Lr; the will-run test takes Lr as gone
+    # (cons_common job_test.c:_will_run_test with preemptee candidates), so P is planned at 100 on
+    # every node, and Q (low, 1 node for 200 s) may not backfill onto node2. Planned at Lr's end,
+    # 1000, P would leave node2 to Q, and preempt it at 100.
+    jobs = (
+        workload()
+        .job(submit=0, run=1000, limit=1000, qos="low")
+        .job(submit=0, run=100, limit=100, qos="normal")
+        .job(submit=1, run=50, limit=50, nodes=3, qos="normal")
+        .job(submit=2, run=200, limit=200, qos="low")
+    )
+    settings = SlurmSettings(
+        "slurm",
+        bf_interval=1,
+        bf_resolution=1,
+        sched_interval=1,
+        batch_sched_delay=0,
+        qos=LADDER,
+        preempt_type="qos",
+        preempt_mode="requeue",
+        requeue_delay_s=0.0,
+    )
+    run = run_slurm(jobs, 3, settings=settings)
+    assert start_times(run)[3] == 100.0
+    assert start_times(run)[4] == 150.0
+    assert run.preemptions.tolist() == [1, 0, 0, 0]
