@@ -7,10 +7,12 @@ the next recalculation (decay_apply_weighted_factors skips jobs that are not pen
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import pytest
 
+from gpuplan.inputs import load_input
 from gpuplan.sim.slurm.billing import billing_weights
 from gpuplan.sim.slurm.partitions import Partition
 from gpuplan.sim.slurm.priority import MultifactorSettings
@@ -149,3 +151,25 @@ def test_backfill_plans_a_preemptor_as_if_its_victims_were_gone() -> None:
     assert start_times(run)[3] == 100.0
     assert start_times(run)[4] == 150.0
     assert run.preemptions.tolist() == [1, 0, 0, 0]
+
+
+def test_a_traces_sbatch_times_share_the_clock_of_its_arrivals(tmp_path: Path) -> None:
+    # sacct: job 1 was submitted at 00:00:10 with --begin for 00:01:00, job 2 at 00:00:30. The
+    # scenario's clock starts at the first arrival (job 2 at 30 s): sbatch times move with it
+    header = "JobID|User|Account|Partition|Submit|Eligible|Start|End|NNodes|AllocTRES|State\n"
+    rows = [
+        "1|alice|acct_a|batch|2026-11-30T00:00:10|2026-11-30T00:01:00|2026-11-30T00:01:00|2026-11-30T00:02:00|1|"
+        "cpu=1,gres/gpu=1,node=1|COMPLETED",
+        "2|bob|acct_a|batch|2026-11-30T00:00:30|2026-11-30T00:00:30|2026-11-30T00:00:30|2026-11-30T00:01:30|1|"
+        "cpu=1,gres/gpu=1,node=1|COMPLETED",
+    ]
+    (tmp_path / "trace.sacct").write_text(header + "\n".join(rows) + "\n")
+    (tmp_path / "s.yaml").write_text(
+        "name: t\nstart: 2026-11-30T00:00:30+00:00\n"
+        "cluster:\n  pools:\n    - {name: gpu, nodes: 1, gpus_per_node: 8}\n"
+        "teams:\n  - {name: acct_a}\nworkloads:\n  - name: replay\n    kind: batch\n    pool: gpu\n"
+        "    trace: {path: trace.sacct, format: sacct, team: acct_a}\n"
+    )
+    jobs = load_input(tmp_path / "s.yaml").workload.jobs
+    times = sorted(zip(jobs.submit_s.tolist(), np.asarray(jobs.column("submitted_s")).tolist(), strict=True))
+    assert times == [(0.0, 0.0), (30.0, -20.0)]  # bob's at once; alice's sbatch 20 s before the clock starts

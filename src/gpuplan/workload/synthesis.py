@@ -208,8 +208,10 @@ def _trace_jobs(loaded: LoadedScenario, workload: TraceWorkload) -> JobTable:
     submit = jobs.submit_s - (jobs.submit_s.min() if len(jobs) else 0.0)
     end = np.inf if spec.window.end is None else spec.window.end
     jobs = jobs.take(np.flatnonzero((submit >= spec.window.start) & (submit < end)))
-    submit = (jobs.submit_s - jobs.submit_s.min() - spec.window.start) if len(jobs) else jobs.submit_s
-    submit = np.floor(np.maximum(submit, 0.0) / spec.load_scale)
+    origin = (jobs.submit_s.min() + spec.window.start) if len(jobs) else 0.0
+    submit = np.floor(np.maximum(jobs.submit_s - origin, 0.0) / spec.load_scale)
+    # when sbatch ran (before the job was eligible, with --begin), on the same clock
+    submitted = None if jobs.submitted_s is None else np.floor((jobs.submitted_s - origin) / spec.load_scale)
 
     if spec.team is not None:
         team = Labels.constant(spec.team, len(jobs))
@@ -239,6 +241,7 @@ def _trace_jobs(loaded: LoadedScenario, workload: TraceWorkload) -> JobTable:
         kind=Labels.constant(workload.kind, count),
         workload=Labels.constant(workload.name, count),
         submitted_early=np.ones(count, dtype=bool) if spec.submitted_early else jobs.submitted_early,
+        submitted_s=submitted,
     )
 
 
