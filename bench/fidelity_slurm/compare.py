@@ -407,11 +407,16 @@ def scenario_text_shared(meta: dict, jobs: list[workload.Job], offset_s: float, 
         "  pools:",
         f"    - {{name: gpu, nodes: {int(meta['nodes'])}, gpus_per_node: {int(meta['gpus_per_node'])}, "
         f"cpus_per_node: {int(meta['node_cpus'])}, memory_gb: {int(meta['node_real_memory_mb']) / 1024:g}}}",
-        "teams:  # accounts with jobs; Fairshare from sacctmgr, users who submit",
+        "teams:  # accounts (sacctmgr): Fairshare and user associations, with jobs or not",
     ]
-    for account in sorted(users):
+    members: dict[str, int] = {}
+    for association in meta.get("associations", []):
+        if association["user"] and association["account"] != "root":
+            members[association["account"]] = members.get(association["account"], 0) + 1
+    for account in sorted(set(users) | set(members)):
         share = shares.get(account, "1")
-        lines.append(f"  - {{name: {account}, share: {share or 1}, users: {len(users[account])}}}")
+        count = max(members.get(account, 0), len(users.get(account, ())))
+        lines.append(f"  - {{name: {account}, share: {share or 1}, users: {count}}}")
     team_map = ", ".join(f"{a}: {a}" for a in sorted(users))
     lines += [
         "workloads:",
@@ -486,18 +491,6 @@ def shared_cannot_express(meta: dict, jobs: list[workload.Job]) -> list[str]:
         notes.append(
             f"--mem of {len(with_mem)} jobs (no difference: with SelectTypeParameters="
             f"{meta['select_type_parameters']} Slurm does not allocate memory either)"
-        )
-    no_jobs = sorted(
-        {(a["account"], a["user"]) for a in meta.get("associations", []) if a["user"]}
-        - {(j.account, j.username) for j in jobs}
-        - {("root", "root")}
-    )
-    if no_jobs:
-        notes.append(
-            "user associations without jobs "
-            + ", ".join(f"{a}/{u}" for a, u in no_jobs)
-            + ": they count in Slurm's Fair Tree (ranks over all user associations); gpuplan counts "
-            "only the users who submit (and the cluster's root user)"
         )
     if meta.get("sched_min_interval") == 0:
         notes.append("sched_min_interval=0 (Slurm's default 2 µs between main passes; no setting in gpuplan)")

@@ -9,7 +9,8 @@ from hypothesis import strategies as st
 
 from gpuplan.sim.slurm.fairshare import Classic, FairTree, usage_period
 from gpuplan.sim.slurm.model import SlurmSettings
-from gpuplan.sim.slurm.priority import MultifactorSettings
+from gpuplan.sim.slurm.priority import ControllerClock, MultifactorSettings, multifactor
+from gpuplan.workload.jobtable import Labels
 
 from builders import bf_settings, reference_for, run_slurm, start_times, starts_of, workload, workloads
 
@@ -183,3 +184,31 @@ def test_the_usage_reset_period_reaches_the_simulation() -> None:
 
     assert run("none")[2:] == [3710.0, 3700.0]
     assert run("daily")[2:] == [3700.0, 3710.0]
+
+
+def test_fair_tree_ranks_user_associations_that_run_no_jobs() -> None:
+    # Accounts a (used 10) and b (none) run jobs; ops has one user association, root, with no jobs
+    # (sacctmgr). Fair Tree ranks every user association: b/u and ops/root tie first (no usage), a/u
+    # is third of three, factor (3 + 1 - 3) / (3 + 1) = 0.25; counting only the users with jobs it
+    # would be second of two, 1/3
+    teams = Labels(np.array([0, 1], dtype=np.int32), ("a", "b"))
+    users = Labels(np.array([0, 0], dtype=np.int32), ("u",))
+    clock = ControllerClock(calc_phase_s=0.0)
+    usage = np.array([10.0, 0.0, 0.0])
+    for team_users, expected in (({"a": 1, "b": 1, "ops": 1}, [0.25, 1.0]), (None, [1 / 3, 1.0])):
+        inputs = multifactor(
+            np.ones(2, dtype=np.int32),
+            teams,
+            users,
+            1,
+            MultifactorSettings(weight_fairshare=1000),
+            None,
+            usage_billing=np.ones(2),
+            submitted_s=np.zeros(2),
+            team_users=team_users,
+            clock=clock,
+        )
+        assert inputs.fairshare is not None
+        accrued = usage[: inputs.fairshare.users]
+        factors = np.frombuffer(inputs.fairshare(0.0, bytes(accrued.data)), dtype=np.float64)
+        assert factors[inputs.association].tolist() == pytest.approx(expected)

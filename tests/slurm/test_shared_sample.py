@@ -19,10 +19,11 @@ name: shared-sacct-sample
 start: 2026-11-30T02:45:00+00:00
 cluster:
   pools:
-    - {name: gpu, nodes: 8, gpus_per_node: 8}
-teams:
+    - {name: gpu, nodes: 8, gpus_per_node: 8, cpus_per_node: 64, memory_gb: 500}
+teams:  # sacctmgr's accounts and user associations (ops: root, with no jobs)
   - {name: acct_a, share: 1, users: 2}
   - {name: acct_b, share: 1, users: 2}
+  - {name: ops, share: 1, users: 1}
 workloads:
   - name: replay
     kind: batch

@@ -59,6 +59,7 @@ class Workload:
     horizon_s: float | None = None
     capacity_gpus: int | None = None  # GPUs of the cluster the workload runs on, when known
     team_shares: dict[str, float] | None = None
+    team_users: dict[str, int] | None = None  # user associations per team (Slurm's), jobs or not
     pod_requests: PodRequests | None = None  # a pod trace's requests, aligned with ``jobs``
 
 
@@ -315,4 +316,5 @@ def synthesize(loaded: LoadedScenario) -> Workload:
         horizon_s=scenario.horizon,
         capacity_gpus=sum(pool.gpus for pool in loaded.pools),
         team_shares={team.name: team.share for team in scenario.teams},
+        team_users={team.name: team.users for team in scenario.teams},
     )

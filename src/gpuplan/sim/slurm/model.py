@@ -133,9 +133,11 @@ def simulate_slurm(
     team_shares: dict[str, float] | None = None,
     lending: dict[str, Lending] | None = None,
     epoch_s: float | None = None,
+    team_users: dict[str, int] | None = None,
 ) -> ModelRun:
     """Schedule ``jobs`` (and ``services``) on ``pools`` under the Slurm model; jobs come back in
-    submit order (submit time, then job id). ``team_shares`` are the accounts' ``Fairshare=``;
+    submit order (submit time, then job id). ``team_shares`` are the accounts' ``Fairshare=``,
+    ``team_users`` their user associations (Fair Tree ranks them all, whether they run jobs or not);
     ``lending`` the nodes each pool lends over time (hybrid); ``epoch_s`` the Unix time of t = 0
     (Slurm rounds backfill plans on the epoch clock; unknown: t = 0 is taken as a whole minute)."""
     schedule_pass = BACKFILL.get(settings.backfill)
@@ -261,6 +263,7 @@ def simulate_slurm(
                 usage_billing=billing(job_cpus[members], job_mem_mb[members], jobs.gpus[members], weights)
                 * usage_factor[qos_index[members]],
                 submitted_s=submitted_s[members],
+                team_users=team_users,
                 clock=clock,
             )
         # partitions of different PriorityTier share these nodes; or, under priority/basic, jobs
@@ -365,4 +368,5 @@ def run_slurm(
         workload.team_shares,
         lending,
         workload.epoch_s,
+        workload.team_users,
     )

@@ -109,13 +109,17 @@ def multifactor(
     usage_billing: Float64,
     submitted_s: Float64,
     clock: ControllerClock,
+    team_users: dict[str, int] | None = None,
 ) -> PriorityInputs:
     """Priority inputs for jobs of ``nodes`` nodes submitted by ``users`` of accounts ``teams``;
     ``qos_factor`` and ``partition_factor`` are each job's QoS and partition factors in [0, 1];
     ``usage_billing`` what its usage counts per second it runs (its billing TRES, Slurm's
     calc_job_billable_tres, x its QoS's ``UsageFactor``); ``submitted_s`` its SubmitTime, the
     tie-break of equal priorities (job_scheduler.c:sort_job_queue2: details->submit_time, when
-    sbatch ran even for a job held by --begin)."""
+    sbatch ran even for a job held by --begin). ``team_users`` are the user associations of each
+    account (sacctmgr's), those with no job among ``users`` included: Fair Tree ranks every user
+    association (fair_tree.c), so one that runs nothing still takes a rank, and an account with none
+    of the jobs still is a sibling with its shares."""
     static = settings.weight_job_size * nodes.astype(np.float64) / max(pool_nodes, 1)
     if qos_factor is not None:
         static = static + settings.weight_qos * qos_factor
@@ -125,9 +129,21 @@ def multifactor(
     pairs, association = np.unique(
         np.stack([teams.codes.astype(np.int64), users.codes.astype(np.int64)]), axis=1, return_inverse=True
     )
-    account_shares = np.array([(shares or {}).get(team, 1.0) for team in teams.labels] or [1.0])
+    accounts = list(teams.labels)
+    account_of_user = pairs[0].astype(np.int32)
+    if team_users:
+        with_jobs = np.bincount(account_of_user, minlength=len(accounts))
+        idle: list[int] = []
+        for team, count in team_users.items():
+            if team not in accounts:
+                accounts.append(team)
+            index = accounts.index(team)
+            submitting = int(with_jobs[index]) if index < len(with_jobs) else 0
+            idle += [index] * max(count - submitting, 0)
+        account_of_user = np.concatenate([account_of_user, np.array(idle, dtype=np.int32)])
+    account_shares = np.array([(shares or {}).get(team, 1.0) for team in accounts] or [1.0])
     fairshare = ALGORITHMS[settings.fairshare](
-        pairs[0].astype(np.int32),
+        account_of_user,
         account_shares,
         settings.decay_half_life_s,
         settings.usage_reset_period,
