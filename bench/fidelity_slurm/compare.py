@@ -380,6 +380,13 @@ def shared_controller_start(meta: dict, offset_s: float, rounding: str = "log") 
     return {"floor": math.floor(start_s), "ceil": math.ceil(start_s)}.get(rounding, round(start_s, 3))
 
 
+def shared_decay_start(meta: dict, offset_s: float) -> float | None:
+    """When slurmctld's decay thread ticks, on gpuplan's clock: a measured tick (replay.py's
+    loops.decay_tick_s), as the thread keeps its own PriorityCalcPeriod clock from its start."""
+    tick = (meta.get("loops") or {}).get("decay_tick_s")
+    return None if tick is None else round(float(tick) - offset_s, 3)
+
+
 def select_type_parameters(meta: dict) -> str:
     """slurm.conf's SelectTypeParameters as a scenario states it (Slurm's default when unset:
     CR_Core_Memory, cons_common.c:select_p_node_init); CR_CPU counts the same as CR_Core with one
@@ -437,6 +444,9 @@ def scenario_text_shared(meta: dict, jobs: list[workload.Job], offset_s: float, 
     ]
     if controller is not None:
         lines.append(f"    controller_start: {controller:g}  # slurmctld's start ({rounding})")
+    decay = shared_decay_start(meta, offset_s)
+    if decay is not None and rounding == "log":
+        lines.append(f"    decay_start: {decay:g}  # its decay thread's ticks (log)")
     lines += [
         f"    select_type: {str(meta['select_type']).removeprefix('select/')}",
         f"    select_type_parameters: {select_type_parameters(meta)}",

@@ -121,6 +121,10 @@ def test_a_requeued_job_keeps_its_priority_until_the_next_recalculation() -> Non
     run = run_slurm(jobs, 1, settings=settings)
     assert run.preemptions.tolist() == [0, 1, 0, 0]
     assert start_times(run) == {1: 0.0, 2: 3.0, 3: 12.0, 4: 113.0}
+    # the decay thread keeps its own clock (decay_start): with ticks at 2.5 + 5k, the one at 12.5
+    # recomputes the requeued A with a's usage, and W goes first
+    shifted = run_slurm(jobs, 1, settings=replace(settings, decay_start_s=2.5))
+    assert start_times(shifted) == {1: 0.0, 2: 3.0, 3: 12.0, 4: 13.0}
 
 
 def test_backfill_plans_a_preemptor_as_if_its_victims_were_gone() -> None:

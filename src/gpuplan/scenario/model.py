@@ -616,6 +616,15 @@ class SlurmSection(Section):
         description="seconds from the scenario's start at which slurmctld started (negative: before): "
         "priorities are recalculated every PriorityCalcPeriod and backfill runs every bf_interval from then",
     )
+    decay_start: float | None = Field(
+        None,
+        ge=-MAX_DURATION_S,
+        le=MAX_DURATION_S,
+        description="seconds from the scenario's start at which slurmctld's decay thread started, if not "
+        "with controller_start: priorities are recalculated every PriorityCalcPeriod from then "
+        "(priority_multifactor.c:_decay_thread keeps its own clock; it starts a fraction of a second "
+        "after the controller)",
+    )
 
 
 ModelName = Literal["slurm", "kubernetes", "hybrid"]

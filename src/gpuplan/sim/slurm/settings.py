@@ -59,6 +59,9 @@ class SlurmSettings:
     # when slurmctld started, on the workload's clock: its decay thread recalculates priorities
     # every PriorityCalcPeriod from then, and its backfill thread cycles every bf_interval
     controller_start_s: float = 0.0
+    # when its decay thread started (priority_multifactor.c:_decay_thread): the PriorityCalcPeriod
+    # ticks count from it; None: with the controller
+    decay_start_s: float | None = None
     # AccountingStorageEnforce; without "limits" a job's use after the last decay tick is lost
     accounting_storage_enforce: tuple[str, ...] = ("associations", "limits", "qos")
 
@@ -102,6 +105,8 @@ class SlurmSettings:
             }
         if self.controller_start_s:
             echoed["controller_start_s"] = self.controller_start_s
+        if self.decay_start_s is not None:
+            echoed["decay_start_s"] = self.decay_start_s
         if self.priority_type == "multifactor":
             echoed["accounting_storage_enforce"] = list(self.accounting_storage_enforce)
             echoed["tres_billing_weights"] = self.tres_billing_weights
@@ -187,6 +192,7 @@ def from_scenario(spec: SlurmSection) -> SlurmSettings:
         tres_billing_weights=spec.tres_billing_weights,
         over_time_limit=spec.over_time_limit,
         controller_start_s=spec.controller_start,
+        decay_start_s=spec.decay_start,
         accounting_storage_enforce=tuple(spec.accounting_storage_enforce),
         topology=None
         if spec.topology is None
