@@ -177,3 +177,32 @@ def test_a_traces_sbatch_times_share_the_clock_of_its_arrivals(tmp_path: Path) -
     jobs = load_input(tmp_path / "s.yaml").workload.jobs
     times = sorted(zip(jobs.submit_s.tolist(), np.asarray(jobs.column("submitted_s")).tolist(), strict=True))
     assert times == [(0.0, 0.0), (30.0, -20.0)]  # bob's at once; alice's sbatch 20 s before the clock starts
+
+
+def test_a_requeue_stamps_whole_seconds() -> None:
+    # Loops at x.7 s (controller_start 0.7): H preempts L at 25.7; Slurm stamps L's new SubmitTime
+    # with time(NULL), 25 (batch_requeue_fini), the same second W was submitted in, so the tie of
+    # equal priorities goes to the lower job id, L, when H ends
+    tiers = (Partition("low", "batch", priority_tier=1), Partition("high", "batch", priority_tier=2))
+    jobs = (
+        workload()
+        .job(submit=0, run=100, partition="low")
+        .job(submit=25, run=5, partition="high")
+        .job(submit=25, run=50, partition="low")
+    )
+    settings = SlurmSettings(
+        "slurm",
+        bf_interval=1,
+        bf_resolution=1,
+        sched_interval=1,
+        batch_sched_delay=0,
+        controller_start_s=0.7,
+        partitions=tiers,
+        preempt_type="partition_prio",
+        preempt_mode="requeue",
+        requeue_delay_s=0.0,
+    )
+    run = run_slurm(jobs, 1, settings=settings)
+    assert run.preemptions.tolist() == [1, 0, 0]
+    starts = start_times(run)
+    assert starts[3] == pytest.approx(130.7)  # after L's second run of 100 s

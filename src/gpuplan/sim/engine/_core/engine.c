@@ -640,7 +640,9 @@ static void start_job(Sim *sim, int32_t slot, double now, int whole_lowest) {
     if (sim->attempt_start) sim->attempt_start[job] = now;
     sim->end_time[job] = now + run;
     gp_event_push(sim, &sim->end_heap, &sim->end_len, &sim->end_cap, (GpEvent){now + run, job});
-    sim->est_end[job] = now + sim->estimate[job];
+    /* Slurm stamps a start with time(NULL), whole seconds, and plans its end a time limit later
+     * (node_scheduler.c:select_nodes, job_mgr.c:job_end_time_reset) */
+    sim->est_end[job] = floor(now) + sim->estimate[job];
     sim->est_len++;
     est_sift_up(sim, sim->est_len - 1, job);
 }

@@ -165,9 +165,11 @@ static void priority_queued(Sim *sim, void *state, int32_t slot) {
 static void priority_requeued(Sim *sim, void *state, int32_t job, double now, double at) {
     (void)sim;
     struct GpPriority *p = state;
-    /* "make sure the submit isn't the same as the last submit" (_job_requeue_op): now + 1 if so */
-    p->submit_s[job] = now == p->submit_s[job] ? now + 1 : now;
-    p->eligible_s[job] = at;
+    /* "make sure the submit isn't the same as the last submit" (_job_requeue_op): now + 1 if so;
+     * in whole seconds, as time(NULL) gives them (batch_requeue_fini) */
+    double second = floor(now);
+    p->submit_s[job] = second == p->submit_s[job] ? second + 1 : second;
+    p->eligible_s[job] = floor(at);
     p->keeps_priority[job] = 1;
 }
 
