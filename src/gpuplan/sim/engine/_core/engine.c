@@ -491,7 +491,7 @@ void gp_overlay_add(Sim *sim, int32_t node, int32_t gpus, int32_t cpus, int32_t 
     /* a node may go below 0 (preemption: a node put out of reach); ov_count counts from 0 */
     for (int32_t g = free + 1 > 0 ? free + 1 : 0; g <= old; g++) sim->ov_count[g]--;
     for (int32_t g = old + 1 > 0 ? old + 1 : 0; g <= free; g++) sim->ov_count[g]++;
-    if (sim->job_cpus) {
+    if (sim->job_cpus && (cpus || mem || sim->ov_stamp[node] != sim->ov_epoch)) {
         int32_t old_cpus = gp_overlay_cpus(sim, node), old_mem = gp_overlay_mem(sim, node);
         sim->ov_cpu[node] = old_cpus + cpus;
         sim->ov_mem[node] = old_mem + mem;
@@ -508,10 +508,13 @@ void gp_overlay_add_job_on(Sim *sim, int32_t node, int32_t job, int32_t sign) {
 
 void gp_overlay_add_job(Sim *sim, int32_t job, int32_t sign) {
     const int32_t *r = sim->ranges + 2 * sim->range_first[job];
+    int counted = gp_counts_res(sim, job);
+    int32_t gpus = sign * sim->gpn[job], cpus = counted ? sign * sim->job_cpus[job] : 0;
+    int32_t mem = counted ? sign * sim->job_mem[job] : 0;
     for (int32_t k = 0; k < sim->range_count[job]; k++)
         for (int32_t node = r[2 * k]; node < r[2 * k] + r[2 * k + 1]; node++)
             if (!(sim->node_off && sim->node_off[node])) /* a lent node's GPUs come back to no one */
-                gp_overlay_add_job_on(sim, node, job, sign);
+                gp_overlay_add(sim, node, gpus, cpus, mem);
 }
 
 int32_t gp_overlay_fit_count(Sim *sim, int32_t job) {

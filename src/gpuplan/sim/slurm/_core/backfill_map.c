@@ -259,9 +259,12 @@ static void add_job_nodes(const Sim *sim, int32_t job, uint64_t *bits) {
 static void release_job(Sim *sim, int32_t job, int32_t placed, uint64_t *usable) {
     gp_overlay_add_job(sim, job, +1);
     const int32_t *r = sim->ranges + 2 * sim->range_first[job];
+    int binds = gp_res_binds(sim, placed); /* else its GPUs free mean its CPUs and memory are */
+    int32_t gpus = sim->gpn[placed];
     for (int32_t k = 0; k < sim->range_count[job]; k++)
         for (int32_t node = r[2 * k]; node < r[2 * k] + r[2 * k + 1]; node++)
-            if (gp_overlay_fits(sim, node, placed)) usable[node >> 6] |= UINT64_C(1) << (node & 63);
+            if (binds ? gp_overlay_fits(sim, node, placed) : gp_overlay_free(sim, node) >= gpus)
+                usable[node >> 6] |= UINT64_C(1) << (node & 63);
 }
 
 /* Enough of `candidates` among `usable` for the `need` nodes of `job`? Then choose them

@@ -92,21 +92,36 @@ static int before(const Sim *sim, const struct GpPriority *p, int32_t a, int32_t
     return a < b;
 }
 
+/* A queued job with its sort keys beside it, so a sort reads memory in sequence. */
 typedef struct {
+    double priority, submit;
+    int64_t job_id;
     int32_t job, nodes;
     double estimate;
 } Entry;
 
+/* `before` on entries. */
+static inline int entry_before(const Sim *sim, const Entry *a, const Entry *b) {
+    if (sim->preempt) {
+        if (gp_may_preempt(sim, a->job, b->job)) return 1;
+        if (gp_may_preempt(sim, b->job, a->job)) return 0;
+    }
+    if (a->priority != b->priority) return a->priority > b->priority;
+    if (a->submit != b->submit) return a->submit < b->submit;
+    if (a->job_id != b->job_id) return a->job_id < b->job_id;
+    return a->job < b->job;
+}
+
 /* Sort `entries` by `before`, stably (a merge sort, as Slurm's list_sort: the preemption test makes
  * the order a partial one, so the sort is named rather than left to qsort). */
-static void sort_entries(const Sim *sim, const struct GpPriority *p, Entry *entries, Entry *scratch, int32_t count) {
+static void sort_entries(const Sim *sim, Entry *entries, Entry *scratch, int32_t count) {
     for (int32_t width = 1; width < count; width *= 2) {
         for (int32_t lo = 0; lo < count; lo += 2 * width) {
             int32_t mid = lo + width < count ? lo + width : count;
             int32_t hi = lo + 2 * width < count ? lo + 2 * width : count;
             int32_t i = lo, j = mid, out = lo;
             while (i < mid && j < hi)
-                scratch[out++] = before(sim, p, entries[j].job, entries[i].job) ? entries[j++] : entries[i++];
+                scratch[out++] = entry_before(sim, &entries[j], &entries[i]) ? entries[j++] : entries[i++];
             while (i < mid) scratch[out++] = entries[i++];
             while (j < hi) scratch[out++] = entries[j++];
         }
@@ -124,9 +139,10 @@ static int resort(Sim *sim, struct GpPriority *p, double now) {
         int32_t job = sim->q_job[s];
         p->priority[job] = job_priority(p, job, now);
         p->keeps_priority[job] = 0;
-        entries[count++] = (Entry){job, sim->q_nodes[s], sim->q_estimate[s]};
+        entries[count++] = (Entry){p->priority[job], p->submit_s[job], sim->job_id[job],
+                                   job,              sim->q_nodes[s],  sim->q_estimate[s]};
     }
-    sort_entries(sim, p, entries, entries + (sim->q_len ? sim->q_len : 1), count);
+    sort_entries(sim, entries, entries + (sim->q_len ? sim->q_len : 1), count);
     for (int32_t k = 0; k < count; k++) {
         sim->q_job[k] = entries[k].job;
         sim->q_nodes[k] = entries[k].nodes;
