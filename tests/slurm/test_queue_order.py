@@ -22,6 +22,9 @@ from gpuplan.sim.slurm.settings import SlurmSettings
 from builders import run_slurm, start_times, workload
 
 LADDER = (Qos("low"), Qos("normal", preempt=("low",)), Qos("high", preempt=("low", "normal")))
+TIERS = (Partition("low", "batch", priority_tier=1), Partition("high", "batch", priority_tier=2))
+# Slurm's backfill with its loops every second
+EVERY_SECOND = {"bf_interval": 1, "bf_resolution": 1, "sched_interval": 1, "batch_sched_delay": 0}
 
 
 @pytest.mark.parametrize("priority_type", ["basic", "multifactor"])
@@ -107,7 +110,6 @@ def test_a_requeued_job_keeps_its_priority_until_the_next_recalculation() -> Non
     # (account b) was submitted at 12.5. A requeued keeps the priority it had while pending (set at
     # its submit, with no usage yet), so it goes first at 13, before the next recalculation at 15;
     # recomputed at once with a's usage it would go after W
-    tiers = (Partition("low", "batch", priority_tier=1), Partition("high", "batch", priority_tier=2))
     jobs = (
         workload()
         .job(submit=0, run=3, team="b", partition="low")
@@ -116,7 +118,7 @@ def test_a_requeued_job_keeps_its_priority_until_the_next_recalculation() -> Non
         .job(submit=12.5, run=50, team="b", partition="low")
     )
     settings = fair(
-        partitions=tiers, preempt_type="partition_prio", preempt_mode="requeue", requeue_delay_s=0.0
+        partitions=TIERS, preempt_type="partition_prio", preempt_mode="requeue", requeue_delay_s=0.0
     )
     run = run_slurm(jobs, 1, settings=settings)
     assert run.preemptions.tolist() == [0, 1, 0, 0]
@@ -142,10 +144,7 @@ def test_backfill_plans_a_preemptor_as_if_its_victims_were_gone() -> None:
     )
     settings = SlurmSettings(
         "slurm",
-        bf_interval=1,
-        bf_resolution=1,
-        sched_interval=1,
-        batch_sched_delay=0,
+        **EVERY_SECOND,
         qos=LADDER,
         preempt_type="qos",
         preempt_mode="requeue",
@@ -183,7 +182,6 @@ def test_a_requeue_stamps_whole_seconds() -> None:
     # Loops at x.7 s (controller_start 0.7): H preempts L at 25.7; Slurm stamps L's new SubmitTime
     # with time(NULL), 25 (batch_requeue_fini), the same second W was submitted in, so the tie of
     # equal priorities goes to the lower job id, L, when H ends
-    tiers = (Partition("low", "batch", priority_tier=1), Partition("high", "batch", priority_tier=2))
     jobs = (
         workload()
         .job(submit=0, run=100, partition="low")
@@ -192,12 +190,9 @@ def test_a_requeue_stamps_whole_seconds() -> None:
     )
     settings = SlurmSettings(
         "slurm",
-        bf_interval=1,
-        bf_resolution=1,
-        sched_interval=1,
-        batch_sched_delay=0,
+        **EVERY_SECOND,
         controller_start_s=0.7,
-        partitions=tiers,
+        partitions=TIERS,
         preempt_type="partition_prio",
         preempt_mode="requeue",
         requeue_delay_s=0.0,
