@@ -101,10 +101,6 @@ class CpusMemory:
         )
 
 
-# held_by codes of the engine (engine.h GP_HELD_BY_*): what held a job whose GPUs were free
-HELD_BY = ("", "CPUs", "memory")
-
-
 @dataclass(frozen=True)
 class Timeline:
     """Cluster state after each instant's scheduling pass."""
@@ -155,7 +151,9 @@ class BatchSchedule:
     preemptions: Int32
     lost_gpu_s: Float64  # work lost to preemption
     cancelled: Bool  # ended by preemption (PreemptMode=CANCEL)
-    held_by: npt.NDArray[np.uint8]  # index into HELD_BY: CPUs or memory held it while its GPUs were free
+    held_by: npt.NDArray[
+        np.uint8
+    ]  # engine.h GP_HELD_BY_*: CPUs (1) or memory (2) held it while its GPUs were free
     node_prefix: str
     _ranges: Int32  # (first node, count) pairs
     _range_first: Int64

@@ -77,7 +77,7 @@ REASONS = (
     "Resources:cpu",
     "Resources:mem",
 )
-# engine held_by codes (core.HELD_BY) as REASONS
+# the engine's held_by codes (engine.h GP_HELD_BY_*: none, CPUs, memory) as REASONS
 _HELD_BY_REASON = np.array([0, REASONS.index("Resources:cpu"), REASONS.index("Resources:mem")], dtype=np.int8)
 
 
@@ -206,6 +206,8 @@ def simulate_slurm(
         horizon_s = float((jobs.submit_s + estimate_s).max()) + 2.0 * backlog_s
 
     weights = billing_weights(settings.tres_billing_weights)
+    # the engine places jobs by their CPUs and memory under Slurm's own select (cons_tres)
+    counts_cpus = schedule_pass.slurm_placement and settings.select_type == "cons_tres"
     submitted = np.asarray(jobs.column("submitted_s"), dtype=np.float64)
     submitted_s = np.where(np.isnan(submitted), jobs.submit_s, submitted)
     began = time.perf_counter()
@@ -243,13 +245,10 @@ def simulate_slurm(
         refused = reason[members] > 0
         reason[members[too_big & ~refused]] = REASONS.index("NodeConfigNotAvailable")
         refused |= too_big
-        nodes_of = jobs.nodes[members]
         if holds.node_cpus != UNKNOWN_CPUS:
-            job_cpus[members] = holds.cpus_per_node * nodes_of
+            job_cpus[members] = holds.cpus_per_node * batch.nodes
         if holds.node_mem_mb:
-            job_mem_mb[members] = holds.mem_per_node_mb * nodes_of
-        # the engine places jobs by their CPUs and memory under Slurm's own select (cons_tres)
-        counts_cpus = schedule_pass.slurm_placement and settings.select_type == "cons_tres"
+            job_mem_mb[members] = holds.mem_per_node_mb * batch.nodes
         job_tier = tiers[routing.partition[members]]
         priority: PriorityInputs | None = None
         if settings.priority_type == "multifactor":

@@ -254,9 +254,14 @@ static void add_job_nodes(const Sim *sim, int32_t job, uint64_t *bits) {
             bits[w] |= range_mask(w, r[2 * k], r[2 * k + 1]);
 }
 
-/* A released running job gives its GPUs (CPUs, memory) back on the overlay: its nodes that `placed`
- * then fits join `usable`. */
+/* A released running job frees its nodes for a will-run test of `placed`: whole nodes in a whole-node
+ * pool; else its GPUs (CPUs, memory) on the overlay, and its nodes that `placed` then fits join
+ * `usable`. */
 static void release_job(Sim *sim, int32_t job, int32_t placed, uint64_t *usable) {
+    if (sim->whole_nodes) {
+        add_job_nodes(sim, job, usable);
+        return;
+    }
     gp_overlay_add_job(sim, job, +1);
     const int32_t *r = sim->ranges + 2 * sim->range_first[job];
     int binds = gp_res_binds(sim, placed); /* else its GPUs free mean its CPUs and memory are */
@@ -304,10 +309,7 @@ static double will_run(Sim *sim, BackfillMap *bf, const BackfillClock *clock, co
                 continue;
             }
             gone++;
-            if (sim->whole_nodes)
-                add_job_nodes(sim, job, released);
-            else
-                release_job(sim, job, placed, released);
+            release_job(sim, job, placed, released);
         }
         if (gone > 0 && fits_on(sim, candidates, released, both, need, placed, !sim->whole_nodes)) {
             *preempts = 1;
@@ -332,10 +334,7 @@ static double will_run(Sim *sim, BackfillMap *bf, const BackfillClock *clock, co
                 boundary = end + 30 - fmod(fmod(end + clock->epoch_s, 30) + 30, 30);
             }
             last = job;
-            if (sim->whole_nodes)
-                add_job_nodes(sim, job, released);
-            else
-                release_job(sim, job, placed, released);
+            release_job(sim, job, placed, released);
             if (i >= n_running) {
                 more = 0;
                 break;

@@ -81,17 +81,6 @@ static double job_priority(const struct GpPriority *p, int32_t job, double now) 
     return floor(p->prio_static[job] + p->weight_age * age + p->weight_fairshare * p->fs_factor[p->account[job]]);
 }
 
-/* Queue order (job_scheduler.c:sort_job_queue2): with preemption on, a job that may preempt the
- * other first; then higher priority, earlier submit, lower job id (then index). */
-static int before(const Sim *sim, const struct GpPriority *p, int32_t a, int32_t b) {
-    if (gp_may_preempt(sim, a, b)) return 1;
-    if (gp_may_preempt(sim, b, a)) return 0;
-    if (p->priority[a] != p->priority[b]) return p->priority[a] > p->priority[b];
-    if (p->submit_s[a] != p->submit_s[b]) return p->submit_s[a] < p->submit_s[b];
-    if (sim->job_id[a] != sim->job_id[b]) return sim->job_id[a] < sim->job_id[b];
-    return a < b;
-}
-
 /* A queued job with its sort keys beside it, so a sort reads memory in sequence. */
 typedef struct {
     double priority, submit;
@@ -100,7 +89,8 @@ typedef struct {
     double estimate;
 } Entry;
 
-/* `before` on entries. */
+/* Queue order (job_scheduler.c:sort_job_queue2): with preemption on, a job that may preempt the
+ * other first; then higher priority, earlier submit, lower job id (then index). */
 static inline int entry_before(const Sim *sim, const Entry *a, const Entry *b) {
     if (sim->preempt) {
         if (gp_may_preempt(sim, a->job, b->job)) return 1;
@@ -110,6 +100,16 @@ static inline int entry_before(const Sim *sim, const Entry *a, const Entry *b) {
     if (a->submit != b->submit) return a->submit < b->submit;
     if (a->job_id != b->job_id) return a->job_id < b->job_id;
     return a->job < b->job;
+}
+
+static inline Entry entry_of(const Sim *sim, const struct GpPriority *p, int32_t job) {
+    return (Entry){p->priority[job], p->submit_s[job], sim->job_id[job], job, 0, 0.0};
+}
+
+/* The same order on two jobs. */
+static int before(const Sim *sim, const struct GpPriority *p, int32_t a, int32_t b) {
+    Entry ea = entry_of(sim, p, a), eb = entry_of(sim, p, b);
+    return entry_before(sim, &ea, &eb);
 }
 
 /* Sort `entries` by `before`, stably (a merge sort, as Slurm's list_sort: the preemption test makes
@@ -139,8 +139,9 @@ static int resort(Sim *sim, struct GpPriority *p, double now) {
         int32_t job = sim->q_job[s];
         p->priority[job] = job_priority(p, job, now);
         p->keeps_priority[job] = 0;
-        entries[count++] = (Entry){p->priority[job], p->submit_s[job], sim->job_id[job],
-                                   job,              sim->q_nodes[s],  sim->q_estimate[s]};
+        entries[count] = entry_of(sim, p, job);
+        entries[count].nodes = sim->q_nodes[s];
+        entries[count++].estimate = sim->q_estimate[s];
     }
     sort_entries(sim, entries, entries + (sim->q_len ? sim->q_len : 1), count);
     for (int32_t k = 0; k < count; k++) {
