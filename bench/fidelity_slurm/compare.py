@@ -387,6 +387,28 @@ def shared_decay_start(meta: dict, offset_s: float) -> float | None:
     return None if tick is None else round(float(tick) - offset_s, 3)
 
 
+def shared_thread_starts(meta: dict, offset_s: float) -> dict[str, float]:
+    """When slurmctld's background thread (main_loop_start: the main scheduler's loop) and its
+    backfill thread (backfill_start) started, on gpuplan's clock. Each starts a fraction of a second
+    after the log's "started" line, and each loop drifts by its sleep's overrun and its work, so
+    the phase taken is the one at the replay's start: the first periodic main pass and the first
+    backfill cycle at or after t0, less whole sched_interval / bf_interval since slurmctld's start."""
+    start = (meta.get("slurmctld_start") or {}).get("log_rel_t0_s")
+    loops = meta.get("loops") or {}
+    found: dict[str, float] = {}
+    if start is None:
+        return found
+    for name, key, interval in (
+        ("main_loop_start", "main_periodic_passes_s", float(meta["sched_interval"])),
+        ("backfill_start", "backfill_cycles_s", float(meta["bf_interval"])),
+    ):
+        after = [float(t) for t in loops.get(key) or [] if float(t) >= 0]
+        if after and interval > 0:
+            phase = after[0] - interval * math.floor((after[0] - float(start)) / interval)
+            found[name] = round(phase - offset_s, 3)
+    return found
+
+
 def select_type_parameters(meta: dict) -> str:
     """slurm.conf's SelectTypeParameters as a scenario states it (Slurm's default when unset:
     CR_Core_Memory, cons_common.c:select_p_node_init); CR_CPU counts the same as CR_Core with one
@@ -447,6 +469,8 @@ def scenario_text_shared(meta: dict, jobs: list[workload.Job], offset_s: float, 
     decay = shared_decay_start(meta, offset_s)
     if decay is not None and rounding == "log":
         lines.append(f"    decay_start: {decay:g}  # its decay thread's ticks (log)")
+        for name, value in shared_thread_starts(meta, offset_s).items():
+            lines.append(f"    {name}: {value:g}  # the thread's loop phase at t0 (log)")
     lines += [
         f"    select_type: {str(meta['select_type']).removeprefix('select/')}",
         f"    select_type_parameters: {select_type_parameters(meta)}",

@@ -77,6 +77,17 @@ def test_backfill_cycles_count_from_the_controller_start() -> None:
         assert starts_of(run)[3] == cycle
 
 
+def test_backfill_cycles_count_from_the_backfill_thread_start() -> None:
+    # backfill.c:backfill_agent sleeps bf_interval before its first cycle, from when the thread
+    # started (backfill_start; on the wide calibration set 0.54-0.59 s after slurmctld's "started"
+    # line): with it at -6.45, L backfills at 3.55; the main loop keeps controller_start's clock
+    for start, cycle in ((-6.45, 3.55), (3.3, 13.3)):
+        run = grouped_release().simulate(
+            8, "slurm", bf_interval=10, bf_resolution=1, controller_start_s=-7, backfill_start_s=start
+        )
+        assert starts_of(run)[3] == cycle
+
+
 def rounding_case(limit: int) -> Workload:
     # A holds nodes 0-2 until 70 (its planned end); B (4 nodes, limit 60) is planned at 70; C (1 node)
     # may use node 3 now if its window stays clear of B's reservation.

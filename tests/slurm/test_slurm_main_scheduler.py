@@ -70,6 +70,25 @@ def test_the_ticks_keep_the_sub_second_phase_of_the_controller_start() -> None:
     assert starts_of(run(jobs, 2, **options)) == [0.0, 51.0]
 
 
+def test_the_main_loop_ticks_from_its_own_thread_start() -> None:
+    # controller.c:_slurmctld_background takes `last_full_sched_time = now` (time(NULL)) when the
+    # background thread starts, after the controller's set-up, and runs a full pass once
+    # sched_interval whole seconds have passed; each tick is 10 x usleep(100000) after the last.
+    # On the 22 replays of the wide calibration set the thread's ticks came 0.8-0.9 s after
+    # slurmctld's "started" line (the first periodic pass 61.0-61.1 s after it with the default
+    # sched_interval): main_loop_start. The backfill cycles keep controller_start's clock.
+    begin_job = workload().job(submit=10, run=5)
+    early = {"submitted_early": [True]}
+    assert starts_of(run(begin_job.copy(), 2, controller_start_s=-0.5, **early)) == [59.5]
+    own_thread = {"controller_start_s": -0.5, "main_loop_start_s": 0.4}
+    assert starts_of(run(begin_job.copy(), 2, **own_thread, **early)) == [60.4]
+    # event passes tick on the thread's phase too: a submission at 3 waits for the tick at 3.4
+    submitted = workload().job(submit=3, run=5)
+    assert starts_of(run(submitted, 2, controller_start_s=-0.5, main_loop_start_s=0.4)) == [3.4]
+    # with no main_loop_start the thread starts with the controller
+    assert starts_of(run(workload().job(submit=3, run=5), 2, controller_start_s=-0.5)) == [3.5]
+
+
 def test_begin_jobs_wait_for_the_next_pass() -> None:
     # A job submitted ahead with --begin=10 asks for no pass when it becomes eligible: the periodic
     # pass at 60 starts it; or a pass another event asks for (B's submission at 30).
@@ -111,3 +130,30 @@ def test_sacct_eligible_after_submit_marks_a_job_submitted_early(tmp_path: Path)
     assert result.summary["models"]["slurm"]["settings"]["sched_interval"] == 60
     table = pq.read_table(tmp_path / "out" / "jobs.parquet").to_pydict()
     assert dict(zip(table["job_id"], table["start_s"], strict=True)) == {1: 3.0, 2: 58.0}
+
+
+def test_a_scenario_states_each_thread_start(tmp_path: Path) -> None:
+    # models.slurm.main_loop_start / backfill_start (scenario seconds), echoed in summary.json: one
+    # job submitted at 1 (sacct, at its submit time) waits for the main loop's tick at 3.4, as
+    # batch_sched_delay (3 s) counts from the thread's start at 0.4
+    trace = tmp_path / "sacct.txt"
+    trace.write_text(
+        "JobID|User|Account|Partition|Submit|Eligible|Start|End|Timelimit|NNodes|AllocTRES|State\n"
+        "1|u|a|gpu|2024-01-01T00:00:01|2024-01-01T00:00:01|2024-01-01T00:00:05|2024-01-01T00:01:00|"
+        "00:10:00|1|gres/gpu=8|COMPLETED\n"
+    )
+    scenario = tmp_path / "scenario.yaml"
+    scenario.write_text(
+        "name: threads\nstart: 2024-01-01T00:00:00+00:00\n"
+        "cluster:\n  pools:\n    - {name: gpu, nodes: 2, gpus_per_node: 8}\n"
+        "teams:\n  - {name: a}\n"
+        "workloads:\n  - {name: replay, kind: batch, pool: gpu,\n"
+        "     trace: {path: sacct.txt, format: sacct, team: a}}\n"
+        "models:\n  slurm:\n    backfill: slurm\n    controller_start: -0.5\n"
+        "    main_loop_start: 0.4\n    backfill_start: -0.45\n"
+    )
+    result = simulate(SimulateRequest(scenario, out=tmp_path / "out"))
+    settings = result.summary["models"]["slurm"]["settings"]
+    assert (settings["main_loop_start_s"], settings["backfill_start_s"]) == (0.4, -0.45)
+    table = pq.read_table(tmp_path / "out" / "jobs.parquet").to_pydict()
+    assert table["start_s"] == [3.4]

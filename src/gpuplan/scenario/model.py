@@ -625,6 +625,21 @@ class SlurmSection(Section):
         "(priority_multifactor.c:_decay_thread keeps its own clock; it starts a fraction of a second "
         "after the controller)",
     )
+    main_loop_start: float | None = Field(
+        None,
+        ge=-MAX_DURATION_S,
+        le=MAX_DURATION_S,
+        description="seconds from the scenario's start at which slurmctld's background thread started, if "
+        "not with controller_start: the main scheduler's loop ticks every second from then and its first "
+        "full pass comes sched_interval after it (controller.c:_slurmctld_background)",
+    )
+    backfill_start: float | None = Field(
+        None,
+        ge=-MAX_DURATION_S,
+        le=MAX_DURATION_S,
+        description="seconds from the scenario's start at which slurmctld's backfill thread started, if "
+        "not with controller_start: its cycles come every bf_interval from then (backfill.c:backfill_agent)",
+    )
 
 
 ModelName = Literal["slurm", "kubernetes", "hybrid"]

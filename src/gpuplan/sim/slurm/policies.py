@@ -69,6 +69,8 @@ BACKFILL.register(
             "bf_max_job_test",
             "clock_epoch_s",
             "controller_start_s",
+            "main_loop_start_s",
+            "backfill_start_s",
             "bf_max_job_user",
             "sched_interval_s",
             "batch_sched_delay_s",

@@ -4,6 +4,7 @@ settings echo in summary.json shows (``echo``) and what rendering and sizing sta
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -62,6 +63,10 @@ class SlurmSettings:
     # when its decay thread started (priority_multifactor.c:_decay_thread): the PriorityCalcPeriod
     # ticks count from it; None: with the controller
     decay_start_s: float | None = None
+    # when its background thread (the main scheduler's loop, controller.c:_slurmctld_background)
+    # and its backfill thread (backfill.c:backfill_agent) started; None: with the controller
+    main_loop_start_s: float | None = None
+    backfill_start_s: float | None = None
     # AccountingStorageEnforce; without "limits" a job's use after the last decay tick is lost
     accounting_storage_enforce: tuple[str, ...] = ("associations", "limits", "qos")
 
@@ -76,6 +81,8 @@ class SlurmSettings:
             "bf_max_job_user": self.bf_max_job_user,
             "clock_epoch_s": epoch_s,
             "controller_start_s": self.controller_start_s,
+            "main_loop_start_s": math.nan if self.main_loop_start_s is None else self.main_loop_start_s,
+            "backfill_start_s": math.nan if self.backfill_start_s is None else self.backfill_start_s,
             "sched_interval_s": float(self.sched_interval),
             "batch_sched_delay_s": float(self.batch_sched_delay),
             "default_queue_depth": self.default_queue_depth,
@@ -105,8 +112,9 @@ class SlurmSettings:
             }
         if self.controller_start_s:
             echoed["controller_start_s"] = self.controller_start_s
-        if self.decay_start_s is not None:
-            echoed["decay_start_s"] = self.decay_start_s
+        for name in ("decay_start_s", "main_loop_start_s", "backfill_start_s"):
+            if getattr(self, name) is not None:
+                echoed[name] = getattr(self, name)
         if self.priority_type == "multifactor":
             echoed["accounting_storage_enforce"] = list(self.accounting_storage_enforce)
             echoed["tres_billing_weights"] = self.tres_billing_weights
@@ -193,6 +201,8 @@ def from_scenario(spec: SlurmSection) -> SlurmSettings:
         over_time_limit=spec.over_time_limit,
         controller_start_s=spec.controller_start,
         decay_start_s=spec.decay_start,
+        main_loop_start_s=spec.main_loop_start,
+        backfill_start_s=spec.backfill_start,
         accounting_storage_enforce=tuple(spec.accounting_storage_enforce),
         topology=None
         if spec.topology is None

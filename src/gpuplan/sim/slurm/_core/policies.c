@@ -163,7 +163,10 @@ static void easy_pass_per_gpu(Sim *sim, double now, int32_t head) {
 /* sched/backfill's settings (SchedulerParameters, by name) and its state between passes. */
 typedef struct {
     double bf_interval;      /* bf_interval_s; <= 0: no backfill */
-    double controller_start; /* controller_start_s: slurmctld's start on the workload's clock */
+    /* main_loop_start_s / backfill_start_s: when slurmctld's background thread (the main
+     * scheduler's loop) and its backfill thread started, on the workload's clock (NaN: at
+     * controller_start_s, slurmctld's start) */
+    double main_phase, bf_phase;
     double sched_interval;   /* sched_interval_s: between full main passes; <= 0: none */
     double batch_sched_delay; /* batch_sched_delay_s */
     int64_t default_queue_depth;
@@ -196,7 +199,7 @@ static void take_requests(Sim *sim, SlurmSched *sched) {
 }
 
 static void main_scheduler(Sim *sim, SlurmSched *sched, double now) {
-    double phase = sched->controller_start, interval = sched->sched_interval;
+    double phase = sched->main_phase, interval = sched->sched_interval;
     double delay = sched->batch_sched_delay;
     if (isnan(sched->main_next_full)) { /* the thread starts with the controller */
         sched->main_last_pass = phase;
@@ -251,7 +254,7 @@ static void slurm_pass(Sim *sim, void *state, double now) {
     if (interval > 0) { /* bf_interval=-1: no backfill */
         int queued = gp_queue_first(sim) < sim->q_count;
         if (now >= sched->next_cycle) {
-            double phase = sched->controller_start;
+            double phase = sched->bf_phase;
             double boundary = phase + floor((now - phase) / interval) * interval;
             int started = boundary >= phase + interval; /* the first cycle comes bf_interval after the start */
             if (now == boundary && started && queued) {
@@ -295,7 +298,7 @@ static int easy_setup(Sim *sim, GpSettings *s) {
 static int backfill_setup(Sim *sim, GpSettings *s) {
     SlurmSched sched = {0};
     BackfillClock *clock = &sched.map.clock;
-    double resolution;
+    double resolution, controller_start;
     void *users;
     Py_ssize_t n = s->n_jobs;
     if (gp_read_double(s, "bf_interval_s", &sched.bf_interval) < 0 ||
@@ -304,13 +307,17 @@ static int backfill_setup(Sim *sim, GpSettings *s) {
         gp_read_int(s, "bf_max_job_test", &clock->max_job_test) < 0 ||
         gp_read_int(s, "bf_max_job_user", &clock->max_job_user) < 0 ||
         gp_read_double(s, "clock_epoch_s", &clock->epoch_s) < 0 ||
-        gp_read_double(s, "controller_start_s", &sched.controller_start) < 0 ||
+        gp_read_double(s, "controller_start_s", &controller_start) < 0 ||
+        gp_read_double(s, "main_loop_start_s", &sched.main_phase) < 0 ||
+        gp_read_double(s, "backfill_start_s", &sched.bf_phase) < 0 ||
         gp_read_double(s, "sched_interval_s", &sched.sched_interval) < 0 ||
         gp_read_double(s, "batch_sched_delay_s", &sched.batch_sched_delay) < 0 ||
         gp_read_int(s, "default_queue_depth", &sched.default_queue_depth) < 0 ||
         gp_read_array(s, "users", 4, n, 0, 1, &users, NULL) < 0)
         return -1;
     clock->resolution_s = resolution > 0 ? resolution : 1;
+    if (isnan(sched.main_phase)) sched.main_phase = controller_start;
+    if (isnan(sched.bf_phase)) sched.bf_phase = controller_start;
     sched.main_next_full = NAN;
     if (users) { /* per job: its user's index, for bf_max_job_user */
         const int32_t *user = users;
