@@ -5,16 +5,19 @@ The cases restate the worked examples of the spec written from the source (cpu-m
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 import numpy as np
+import pyarrow.parquet as pq
 
 from gpuplan.results.files import jobs_table, timeline_table
 from gpuplan.sim.outcome import ModelRun
 from gpuplan.sim.slurm.settings import SlurmSettings
+from gpuplan.simulate import SimulateRequest, simulate
 from gpuplan.workload.sacct import read_sacct
 
-from builders import by_job_id, run_slurm, start_times, workload
+from builders import SMALL_SCENARIO, by_job_id, run_slurm, start_times, workload
 
 # 1-s loops: the main scheduler and backfill pass every second
 EVERY_SECOND = {
@@ -154,3 +157,26 @@ def test_sacct_cpus_per_task_from_the_cpus_req_tres_asks(tmp_path: Path) -> None
     jobs = read_sacct(path).jobs
     assert jobs.cpus_per_node.tolist() == [32, 16, 1]
     assert jobs.column("cpus_per_task").tolist() == [32, 0, 0]
+
+
+def test_a_scenario_workload_asks_cpus_and_memory_per_gpu(tmp_path: Path) -> None:
+    # sbatch --cpus-per-gpu=16 --mem-per-gpu=100G on BM.GPU.H100.8 (112 cores, 2048 GB): a 1x4 job
+    # holds 64 CPUs and 400 GB per node, so two of them never share a node (128 CPUs > 112) though
+    # their GPUs would fit; a 1x8 job asks 128 CPUs and is refused (NodeConfigNotAvailable)
+    scenario = SMALL_SCENARIO.replace(
+        '    size: {"1x8": 3, "2x8": 1}\n',
+        '    size: {"1x4": 3, "1x8": 1}\n    cpus_per_gpu: 16\n    mem_per_gpu_gb: 100\n',
+    ).replace("    nodes: 4\n", "    nodes: 1\n")
+    scenario = scenario[: scenario.index("  - name: chat")]  # no service holding the node
+    scenario += "models:\n  slurm:\n    backfill: slurm\n    select_type_parameters: CR_Core_Memory\n"
+    path = tmp_path / "scenario.yaml"
+    path.write_text(scenario)
+    simulate(SimulateRequest(path, out=tmp_path / "out"))
+    table = pq.read_table(tmp_path / "out" / "jobs.parquet").to_pylist()
+    jobs = [row for row in table if row["gpus"] in (4, 8)]
+    ran = [row for row in jobs if row["gpus"] == 4 and row["start_s"] is not None]
+    assert ran and {(row["cpus"], row["mem_mb"]) for row in ran} == {(64, 400 * 1024)}
+    spans = sorted((row["start_s"], row["end_s"]) for row in ran)
+    assert all(end <= next_start for (_, end), (next_start, _) in itertools.pairwise(spans))
+    refused = [row for row in jobs if row["gpus"] == 8]
+    assert refused and {row["reason"] for row in refused} == {"NodeConfigNotAvailable"}

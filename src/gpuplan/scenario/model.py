@@ -234,6 +234,21 @@ class BatchWorkload(Section):
     partition: str | None = Field(
         None, description="Slurm partition of the jobs (models.slurm.partitions; default: the pool's first)"
     )
+    cpus_per_gpu: int | None = Field(
+        None,
+        ge=1,
+        le=MAX_CPUS_PER_NODE,
+        description="sbatch --cpus-per-gpu: CPUs each job holds per GPU (default: models.slurm."
+        "def_cpu_per_gpu, else one per node; on Kubernetes the pods' CPU requests)",
+    )
+    mem_per_gpu_gb: float | None = Field(
+        None,
+        gt=0,
+        le=MAX_MEMORY_GB,
+        description="sbatch --mem-per-gpu, GB: memory each job holds per GPU (counted under "
+        "SelectTypeParameters=CR_Core_Memory; default: models.slurm.def_mem_per_gpu, def_mem_per_cpu or "
+        "def_mem_per_node, else the node's whole memory; on Kubernetes the pods' memory requests)",
+    )
 
     def size_mix(self) -> list[tuple[int, int, float]]:
         """(nodes, GPUs per node, probability) of each size."""

@@ -180,8 +180,8 @@ def _batch_jobs(
         time_limit_s=limits,
         nodes=nodes,
         gpus_per_node=gpus,
-        cpus_per_node=np.zeros(count, dtype=np.int32),
-        mem_per_node=np.full(count, np.nan),
+        cpus_per_node=gpus * (workload.cpus_per_gpu or 0),
+        mem_per_node=(gpus * (workload.mem_per_gpu_gb or np.nan) * 1024.0).astype(np.float64),
         partition=(
             Labels.constant(workload.partition, count)
             if workload.partition is not None
