@@ -201,3 +201,50 @@ def test_a_requeue_stamps_whole_seconds() -> None:
     assert run.preemptions.tolist() == [1, 0, 0]
     starts = start_times(run)
     assert starts[3] == pytest.approx(130.7)  # after L's second run of 100 s
+
+
+def test_age_counts_only_once_a_pass_has_read_the_job() -> None:
+    # One node, held by B from 3 (the thread's first pass). X (--begin 10, sbatch at 2) and Z
+    # (--begin 12, sbatch at 1) are read by no pass before the periodic one at 60 (sched_interval
+    # 60; --begin jobs ask for none; no backfill cycle before 3 h), so the recalculations at 30 and
+    # 60 (PriorityCalcPeriod 30, the one at 60 before the pass) give them no age: accrue_time is set
+    # only by build_job_queue (acct_policy.c:acct_policy_handle_accrue_time), and
+    # set_priority_factors counts age from it. Their priorities tie and Z, sbatch'ed first, starts
+    # when B ends at 68. After the pass at 60 has read them, the recalculation at 90 counts each
+    # one's age from its eligibility: X, 2 s older, goes first when B ends at 98.
+    aged = MultifactorSettings(weight_age=36000, max_age_s=3600, calc_period_s=30, weight_fairshare=0)
+    settings = SlurmSettings(
+        "slurm", bf_interval=10800, sched_interval=60, priority_type="multifactor", multifactor=aged
+    )
+    for b_run, first in ((65, 3), (95, 2)):
+        jobs = workload().job(submit=0, run=b_run).job(submit=10, run=10).job(submit=12, run=10)
+        table = replace(jobs.table(), submitted_s=np.array([0.0, 2.0, 1.0]))
+        run = run_slurm(table, 1, settings=settings, submitted_early=[False, True, True])
+        assert start_times(run)[first] == 3 + b_run
+
+
+def test_fair_share_counts_whole_seconds_of_use() -> None:
+    # _apply_new_usage charges time(NULL) stamps: from max(start, last tick) to the tick, in whole
+    # seconds. A1 (account a, 10 CPUs) and B1 (account b, 1 CPU) start at 29.2 (the main loop's
+    # ticks at x.2), the decay thread ticks at 29.9 (decay_start -0.1): neither has used a whole
+    # second, so a and b tie, and of Xa (sbatch at 40) and Xb (41), waiting for C's node until 50,
+    # Xa goes first. Charged by the fraction, a would have used ten times b's 0.7 s and Xb gone first.
+    jobs = (
+        workload()
+        .job(submit=0, run=50, team="c")
+        .job(submit=29, run=1000, team="a", cpus=10)
+        .job(submit=29, run=1000, team="b", cpus=1)
+        .job(submit=40, run=10, team="a")
+        .job(submit=41, run=10, team="b")
+    )
+    settings = SlurmSettings(
+        "slurm",
+        **EVERY_SECOND,
+        controller_start_s=0.2,
+        decay_start_s=-0.1,
+        priority_type="multifactor",
+        multifactor=MultifactorSettings(weight_fairshare=1000, calc_period_s=30),
+    )
+    starts = start_times(run_slurm(jobs, 3, settings=settings, node_cpus=64))
+    assert (starts[2], starts[3]) == (29.2, 29.2)
+    assert (starts[4], starts[5]) == (50.2, 60.2)

@@ -71,6 +71,11 @@ int gp_add_piece(Sim *sim, const char *name, const GpHooks *hooks, void *state) 
     return 0;
 }
 
+void gp_queue_read(Sim *sim, double now) {
+    for (int32_t k = 0; k < sim->n_pieces; k++)
+        if (sim->pieces[k].hooks->queue_read) sim->pieces[k].hooks->queue_read(sim, sim->pieces[k].state, now);
+}
+
 int gp_enable_restarts(Sim *sim, const double *attempt_run) {
     sim->attempt_start = gp_calloc(sim, (size_t)sim->n_jobs, sizeof(double));
     sim->attempt_run = attempt_run;

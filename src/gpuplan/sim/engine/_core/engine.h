@@ -76,6 +76,8 @@ typedef struct {
     void (*after_arrivals)(Sim *sim, void *state, double now);
     /* at each instant, after the pass */
     void (*after_pass)(Sim *sim, void *state, double now);
+    /* a scheduling pass (a main pass, a backfill cycle) reads the queue (Slurm's build_job_queue) */
+    void (*queue_read)(Sim *sim, void *state, double now);
     /* a job entered the queue at `slot` (last) */
     void (*job_queued)(Sim *sim, void *state, int32_t slot);
     void (*job_started)(Sim *sim, void *state, int32_t job, double now);
@@ -251,6 +253,8 @@ int gp_sim_init(Sim *sim, int32_t n_jobs, int32_t total_nodes, int32_t node_gpus
 void gp_sim_free(Sim *sim);
 /* Attach a piece's hooks (and its state, freed with the engine); -1 when there are too many. */
 int gp_add_piece(Sim *sim, const char *name, const GpHooks *hooks, void *state);
+/* A scheduling pass begins: the pieces see the queue it reads (GpHooks.queue_read). */
+void gp_queue_read(Sim *sim, double now);
 /* PyMem_RawCalloc that flags sim->out_of_memory on failure (for pieces too) */
 void *gp_calloc(Sim *sim, size_t count, size_t size);
 /* Jobs may restart (requeue, suspend): keep when each run started, and run `attempt_run` (the work

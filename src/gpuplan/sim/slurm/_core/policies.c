@@ -37,6 +37,7 @@
  */
 static void main_pass(Sim *sim, double now, int64_t max_tested) {
     int64_t tested = 0;
+    gp_queue_read(sim, now);
     for (int32_t slot = gp_queue_first(sim); slot < sim->q_count; slot++) {
         if (sim->q_nodes[slot] == GP_GONE) continue;
         if (++tested > max_tested) break; /* default_queue_depth */
@@ -258,6 +259,7 @@ static void slurm_pass(Sim *sim, void *state, double now) {
             double boundary = phase + floor((now - phase) / interval) * interval;
             int started = boundary >= phase + interval; /* the first cycle comes bf_interval after the start */
             if (now == boundary && started && queued) {
+                gp_queue_read(sim, now);
                 gp_backfill_map_cycle(sim, &sched->map, now);
                 if (sched->sched_interval <= 0 && sim->est_len == 0) sched->main_idle_events = sim->events;
             }

@@ -6,20 +6,29 @@
  *            + PriorityWeightAge * min(age / PriorityMaxAge, 1)
  *            + PriorityWeightFairshare * fair-share factor of the job's account
  *
- * truncated to a whole number (priority_multifactor.c:_get_priority_internal). Every
- * PriorityCalcPeriod from slurmctld's start (the decay thread's ticks) the engine hands each
- * account's usage since the last tick (billing TRES-seconds: _apply_new_usage charges
- * calc_job_billable_tres, the job's CPUs without TRESBillingWeights) to the fair-share hook
- * (Python: decay and the fair-share formula live there), recomputes the priority of every queued
- * job and sorts the queue: priority high to low, then submit time, then job id. A requeued job gets
- * a new SubmitTime, the time it was requeued, and its age restarts when it is eligible again
- * (job_mgr.c:_job_requeue_op sets submit_time = now and accrue_time = 0;
- * acct_policy.c:acct_policy_handle_accrue_time then accrues from begin_time), so it sorts behind
- * older jobs of equal priority; but it keeps the priority it last had while pending until the next
- * tick (nothing in the requeue calls set_job_prio, and decay_apply_weighted_factors skips jobs that
- * are not pending). A job that arrives in between gets its priority at once, from the last tick's
- * fair-share factors, and is inserted in order, as slurmctld does. Without AccountingStorageEnforce=limits a job that ends between ticks loses its use since
- * the last tick (the tick skips finished jobs and nothing adds it at the end).
+ * truncated to a whole number (priority_multifactor.c:_get_priority_internal).
+ *
+ * Age counts from a job's eligibility (accrue_time = begin_time), but only once a scheduling pass
+ * has read the job in the queue: job_scheduler.c:build_job_queue, in every main pass and backfill
+ * cycle, calls acct_policy.c:acct_policy_handle_accrue_time; until then accrue_time is 0 and
+ * set_priority_factors gives no age.
+ *
+ * Every PriorityCalcPeriod from the decay thread's start (its ticks) the engine hands each
+ * account's usage since the last tick to the fair-share hook (Python: decay and the fair-share
+ * formula live there), recomputes the priority of every queued job and sorts the queue: priority
+ * high to low, then submit time, then job id. Usage is billing TRES-seconds over whole seconds:
+ * _apply_new_usage charges calc_job_billable_tres (the job's CPUs without TRESBillingWeights) from
+ * max(its start, the last tick) to the tick, or to its end, all time(NULL) stamps. Without
+ * AccountingStorageEnforce=limits a job that ends between ticks loses its use since the last tick
+ * (the tick skips finished jobs and nothing adds it at the end).
+ *
+ * A requeued job gets a new SubmitTime, the time it was requeued, and its age restarts when a pass
+ * reads it eligible again (job_mgr.c:_job_requeue_op sets submit_time = now and accrue_time = 0),
+ * so it sorts behind older jobs of equal priority; but it keeps the priority it last had while
+ * pending until the next tick (nothing in the requeue calls set_job_prio, and
+ * decay_apply_weighted_factors skips jobs that are not pending). A job that arrives in between gets
+ * its priority at once, from the last tick's fair-share factors, and is inserted in order, as
+ * slurmctld does.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -40,11 +49,12 @@ struct GpPriority {
     double *submit_s;          /* per job: its SubmitTime (sbatch's; a requeue resets it), for ties */
     double *eligible_s;        /* per job: when its age began (accrue_time: eligible, again after a requeue) */
     uint8_t *keeps_priority;   /* per job: requeued since the last tick, it keeps its last priority */
+    uint8_t *accrued;          /* per job: a pass read it queued (accrue_time set): its age counts */
+    int unaccrued;             /* some queued job is not accrued yet */
     double *fs_factor;         /* per account: fair-share factor from the last recalculation */
-    double *acct_usage;           /* per account: billing-seconds used since the last recalculation */
-    double *acct_running_billing; /* per account: billing of its running jobs x their QoS UsageFactor */
-    const double *usage_billing;  /* per job: its billing TRES x UsageFactor */
-    double usage_clock, next_recalc, last_recalc;
+    double *acct_usage;          /* per account: billing-seconds used since the last recalculation */
+    const double *usage_billing; /* per job: its billing TRES x UsageFactor */
+    double next_recalc, last_recalc;
     double calc_phase; /* recalculations at calc_phase + k x calc_period (slurmctld's start) */
     /* AccountingStorageEnforce without "limits": a job's use between the last recalculation and its
      * end is never counted (acct_policy.c returns before priority_p_job_end) */
@@ -76,7 +86,7 @@ static int call_fairshare_hook(struct GpPriority *p, double now) {
 }
 
 static double job_priority(const struct GpPriority *p, int32_t job, double now) {
-    double age = p->max_age > 0 ? (now - p->eligible_s[job]) / p->max_age : 1.0;
+    double age = !p->accrued[job] ? 0.0 : p->max_age > 0 ? (now - p->eligible_s[job]) / p->max_age : 1.0;
     if (age > 1) age = 1;
     return floor(p->prio_static[job] + p->weight_age * age + p->weight_fairshare * p->fs_factor[p->account[job]]);
 }
@@ -164,6 +174,7 @@ static void priority_queued(Sim *sim, void *state, int32_t slot) {
     int32_t nodes = sim->q_nodes[slot];
     double estimate = sim->q_estimate[slot];
     if (!p->keeps_priority[job]) p->priority[job] = job_priority(p, job, sim->now);
+    if (!p->accrued[job]) p->unaccrued = 1;
     /* move it up past queued jobs it comes before (holes are moved along; order is kept) */
     int32_t s = slot;
     while (s > sim->q_first) {
@@ -188,32 +199,40 @@ static void priority_requeued(Sim *sim, void *state, int32_t job, double now, do
     p->submit_s[job] = second == p->submit_s[job] ? second + 1 : second;
     p->eligible_s[job] = floor(at);
     p->keeps_priority[job] = 1;
+    p->accrued[job] = 0; /* _job_requeue_op: accrue_time = 0 */
 }
 
-static void priority_started(Sim *sim, void *state, int32_t job, double now) {
-    (void)sim;
+/* A pass reads the queue: every queued job accrues age from its eligibility from now on. */
+static void priority_queue_read(Sim *sim, void *state, double now) {
     (void)now;
     struct GpPriority *p = state;
-    p->acct_running_billing[p->account[job]] += p->usage_billing[job];
+    if (!p->unaccrued) return;
+    for (int32_t s = sim->q_first; s < sim->q_count; s++)
+        if (sim->q_nodes[s] != GP_GONE) p->accrued[sim->q_job[s]] = 1;
+    p->unaccrued = 0;
 }
 
+/* A running job's use from max(its start, the last tick) to `now`, in whole seconds
+ * (priority_multifactor.c:_apply_new_usage: time(NULL) stamps), to its account. */
+static void charge_usage(const Sim *sim, struct GpPriority *p, int32_t job, double now) {
+    double began = floor(sim->attempt_start ? sim->attempt_start[job] : sim->start[job]);
+    double last = floor(p->last_recalc);
+    double seconds = floor(now) - (began > last ? began : last);
+    if (seconds > 0) p->acct_usage[p->account[job]] += p->usage_billing[job] * seconds;
+}
+
+/* With AccountingStorageEnforce=limits a job's end charges its use since the last tick
+ * (priority_p_job_end); without, that use is lost. */
 static void priority_ended(Sim *sim, void *state, int32_t job) {
     struct GpPriority *p = state;
-    int32_t account = p->account[job];
-    p->acct_running_billing[account] -= p->usage_billing[job];
-    if (p->tick_usage_only) { /* its use since the last tick was accrued: drop it */
-        double began = sim->attempt_start ? sim->attempt_start[job] : sim->start[job];
-        p->acct_usage[account] -= p->usage_billing[job] * (sim->now - fmax(began, p->last_recalc));
-    }
+    if (!p->tick_usage_only) charge_usage(sim, p, job, sim->now);
 }
 
-/* Usage up to now; the recalculation when due. */
+/* The recalculation when due: the running jobs' use up to the tick, then new factors and order. */
 static int priority_instant(Sim *sim, void *state, double now) {
     struct GpPriority *p = state;
-    for (int32_t a = 0; a < p->n_accounts; a++)
-        p->acct_usage[a] += p->acct_running_billing[a] * (now - p->usage_clock);
-    p->usage_clock = now;
     if (now >= p->next_recalc) {
+        for (int32_t k = 0; k < sim->est_len; k++) charge_usage(sim, p, sim->est_heap[k], now);
         if (p->fairshare != Py_None) {
             PyGILState_STATE gil = PyGILState_Ensure();
             int failed = call_fairshare_hook(p, now);
@@ -251,16 +270,16 @@ static void priority_free(void *state) {
     PyMem_RawFree(p->eligible_s);
     PyMem_RawFree(p->fs_factor);
     PyMem_RawFree(p->acct_usage);
-    PyMem_RawFree(p->acct_running_billing);
     PyMem_RawFree(p->keeps_priority);
+    PyMem_RawFree(p->accrued);
     PyMem_RawFree(p);
 }
 
 static const GpHooks PRIORITY_HOOKS = {
     .instant = priority_instant,
     .after_pass = priority_after_pass,
+    .queue_read = priority_queue_read,
     .job_queued = priority_queued,
-    .job_started = priority_started,
     .job_ended = priority_ended,
     .job_requeued = priority_requeued,
     .free = priority_free,
@@ -306,11 +325,12 @@ static int multifactor_setup(Sim *sim, GpSettings *s) {
         state->eligible_s = PyMem_RawMalloc(n * sizeof(double));
         state->fs_factor = PyMem_RawCalloc(a, sizeof(double));
         state->acct_usage = PyMem_RawCalloc(a, sizeof(double));
-        state->acct_running_billing = PyMem_RawCalloc(a, sizeof(double));
         state->keeps_priority = PyMem_RawCalloc(n, sizeof(uint8_t));
+        state->accrued = PyMem_RawCalloc(n, sizeof(uint8_t));
     }
     if (!state || !state->priority || !state->submit_s || !state->eligible_s || !state->fs_factor ||
-        !state->acct_usage || !state->acct_running_billing || !state->keeps_priority || gp_add_piece(sim, s->piece, &PRIORITY_HOOKS, state) < 0) {
+        !state->acct_usage || !state->keeps_priority || !state->accrued ||
+        gp_add_piece(sim, s->piece, &PRIORITY_HOOKS, state) < 0) {
         priority_free(state);
         PyErr_NoMemory();
         return -1;
