@@ -16,6 +16,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 from gpuplan.inputs import InputOptions
+from gpuplan.sim.slurm.partitions import Partition
 from gpuplan.sim.slurm.qos import Qos
 from gpuplan.simulate import SimulateRequest, simulate
 from gpuplan.workload.sacct import read_sacct
@@ -157,3 +158,32 @@ def test_a_scenario_states_each_thread_start(tmp_path: Path) -> None:
     assert (settings["main_loop_start_s"], settings["backfill_start_s"]) == (0.4, -0.45)
     table = pq.read_table(tmp_path / "out" / "jobs.parquet").to_pydict()
     assert table["start_s"] == [3.4]
+
+
+def test_a_preemption_queues_no_later_pass() -> None:
+    # One 8-GPU node: L (batch) holds it from 3; H (high, 4 GPUs) preempts it. Each victim's epilog
+    # complete calls schedule() at once (proc_req.c:_slurm_rpc_epilog_complete), a pass that
+    # batch_sched_delay does not gate and that queues nothing for later; a job end's request is
+    # gated (agent.c -> queue_job_scheduler, controller.c:_slurmctld_background). So J (4 GPUs,
+    # --begin 1 s after the preemption) waits for the periodic pass at 60, not for a pass 3 s
+    # after the preemption. H submitted at 10 preempts in the main pass at 10; H --begin 10 is
+    # first tested by the backfill cycle at 30, which preempts, and the main pass it runs at once
+    # comes before J is eligible at 31 (the next cycle is at 60 too).
+    tiers = (Partition("batch", "batch", priority_tier=1), Partition("high", "batch", priority_tier=2))
+    options = {
+        "backfill": "slurm",
+        "partitions": tiers,
+        "preempt_type": "partition_prio",
+        "preempt_mode": "requeue",
+    }
+    for preempt_at, by_backfill, bf_interval in ((10, False, NO_BACKFILL_CYCLE), (30, True, 30)):
+        jobs = (
+            workload()
+            .job(submit=0, run=1000, gpus=8, partition="batch")
+            .job(submit=10, run=500, gpus=4, partition="high")
+            .job(submit=preempt_at + 1, run=10, gpus=4, partition="batch")
+        )
+        early = [False, by_backfill, True]
+        ran = run_slurm(jobs, 1, 8, bf_interval=bf_interval, submitted_early=early, **options)
+        assert starts_of(ran)[1:] == [float(preempt_at), 60.0]
+        assert ran.preemptions.tolist() == [1, 0, 0]

@@ -230,7 +230,10 @@ static void main_scheduler(Sim *sim, SlurmSched *sched, double now) {
         sched->main_last_pass = now;
         sched->main_pending = 0;
     }
-    take_requests(sim, sched); /* jobs the pass preempted ended */
+    /* The jobs a pass preempted ended: each victim's epilog complete calls schedule() at once
+     * (proc_req.c:_slurm_rpc_epilog_complete), a pass batch_sched_delay does not gate (it gates only
+     * queue_job_scheduler's requests) and the preempting pass stands for here; they queue none. */
+    sched->main_requests_seen = sim->sched_requests;
     if (sched->main_pending) {
         double due = sched->main_last_pass + delay > now ? sched->main_last_pass + delay : now;
         due = phase + ceil(due - phase);
@@ -259,8 +262,13 @@ static void slurm_pass(Sim *sim, void *state, double now) {
             double boundary = phase + floor((now - phase) / interval) * interval;
             int started = boundary >= phase + interval; /* the first cycle comes bf_interval after the start */
             if (now == boundary && started && queued) {
+                int64_t requests = sim->sched_requests;
                 gp_queue_read(sim, now);
                 gp_backfill_map_cycle(sim, &sched->map, now);
+                if (sim->sched_requests != requests) { /* it preempted: the victims' epilog */
+                    main_pass(sim, now, sched->default_queue_depth + 1); /* complete runs one */
+                    sched->main_requests_seen = sim->sched_requests;
+                }
                 if (sched->sched_interval <= 0 && sim->est_len == 0) sched->main_idle_events = sim->events;
             }
             sched->next_cycle = boundary + interval;
