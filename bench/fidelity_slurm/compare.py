@@ -516,9 +516,10 @@ def scenario_text_shared(meta: dict, jobs: list[workload.Job], offset_s: float, 
 def shared_cannot_express(meta: dict, jobs: list[workload.Job]) -> list[str]:
     """What a configuration-c/d replay has that gpuplan's scenario and model do not state."""
     notes = [
-        "the sub-second phases of Slurm's loops and their drift (gpuplan ticks the main scheduler every "
-        "second from controller_start, runs backfill every bf_interval and decay ticks every "
-        "PriorityCalcPeriod from it)",
+        "the drift of Slurm's loops and a job's end latency (gpuplan ticks the main scheduler every "
+        "second from main_loop_start, runs backfill every bf_interval from backfill_start and decay "
+        "ticks every PriorityCalcPeriod from decay_start, each the phase measured at t0; a job ends "
+        "at start + run)",
     ]
     with_mem = [j.job for j in jobs if j.mem_mb]
     if with_mem and "Memory" not in str(meta.get("select_type_parameters")):

@@ -182,8 +182,9 @@ typedef struct {
 
 /*
  * Slurm's main scheduler on its own clock. slurmctld's background thread
- * (controller.c:_slurmctld_background) ticks about once a second from the controller's start
- * (here: every whole second from `controller_start_s`, with no drift). On a tick it runs a full
+ * (controller.c:_slurmctld_background) ticks about once a second from its own start, a fraction of
+ * a second after the controller's (here: every whole second from `main_loop_start_s`, with no
+ * drift; its start counts as a full pass). On a tick it runs a full
  * pass when sched_interval seconds passed since the last full one; else, when a scheduling request
  * is queued (a submission, a job end; queue_job_scheduler) and batch_sched_delay seconds passed
  * since its last pass of either kind, a pass that tests at most default_queue_depth + 1 jobs
@@ -202,7 +203,7 @@ static void take_requests(Sim *sim, SlurmSched *sched) {
 static void main_scheduler(Sim *sim, SlurmSched *sched, double now) {
     double phase = sched->main_phase, interval = sched->sched_interval;
     double delay = sched->batch_sched_delay;
-    if (isnan(sched->main_next_full)) { /* the thread starts with the controller */
+    if (isnan(sched->main_next_full)) { /* the thread starts */
         sched->main_last_pass = phase;
         sched->main_next_full = interval > 0 ? phase + interval : INFINITY;
     }
@@ -244,8 +245,8 @@ static void main_scheduler(Sim *sim, SlurmSched *sched, double now) {
 }
 
 /*
- * Backfill cycles fall every bf_interval from slurmctld's start (the backfill thread's first cycle
- * comes bf_interval after it; `controller_start_s` on the workload's clock), every one while jobs
+ * Backfill cycles fall every bf_interval from the backfill thread's start (its first cycle comes
+ * bf_interval after it; `backfill_start_s` on the workload's clock), every one while jobs
  * are queued: Slurm runs a cycle when something changed since the last (backfill.c:_more_work),
  * and a cycle that tests jobs sets their expected start, which is such a change. A cycle with the
  * same queue and running jobs can still decide differently later, as the plan is rounded to
@@ -303,7 +304,8 @@ static int easy_setup(Sim *sim, GpSettings *s) {
 
 /* Settings (named as slurm.conf's SchedulerParameters, in seconds; SlurmSettings.params):
  * bf_interval_s, bf_window_s, bf_resolution_s, bf_max_job_test, bf_max_job_user, clock_epoch_s,
- * controller_start_s, sched_interval_s, batch_sched_delay_s, default_queue_depth; users (int32 per
+ * controller_start_s, main_loop_start_s and backfill_start_s (NaN: controller_start_s),
+ * sched_interval_s, batch_sched_delay_s, default_queue_depth; users (int32 per
  * job, for bf_max_job_user), optional. */
 static int backfill_setup(Sim *sim, GpSettings *s) {
     SlurmSched sched = {0};

@@ -50,7 +50,8 @@ struct GpPriority {
     double *eligible_s;        /* per job: when its age began (accrue_time: eligible, again after a requeue) */
     uint8_t *keeps_priority;   /* per job: requeued since the last tick, it keeps its last priority */
     uint8_t *accrued;          /* per job: a pass read it queued (accrue_time set): its age counts */
-    int unaccrued;             /* some queued job is not accrued yet */
+    int32_t *unaccrued;        /* the queued jobs not accrued yet (each once), n_unaccrued of them */
+    int32_t n_unaccrued;
     double *fs_factor;         /* per account: fair-share factor from the last recalculation */
     double *acct_usage;          /* per account: billing-seconds used since the last recalculation */
     const double *usage_billing; /* per job: its billing TRES x UsageFactor */
@@ -174,7 +175,8 @@ static void priority_queued(Sim *sim, void *state, int32_t slot) {
     int32_t nodes = sim->q_nodes[slot];
     double estimate = sim->q_estimate[slot];
     if (!p->keeps_priority[job]) p->priority[job] = job_priority(p, job, sim->now);
-    if (!p->accrued[job]) p->unaccrued = 1;
+    /* a job is queued again only after it ran, when a pass had read it: it is listed once */
+    if (!p->accrued[job] && p->n_unaccrued < sim->n_jobs) p->unaccrued[p->n_unaccrued++] = job;
     /* move it up past queued jobs it comes before (holes are moved along; order is kept) */
     int32_t s = slot;
     while (s > sim->q_first) {
@@ -204,12 +206,11 @@ static void priority_requeued(Sim *sim, void *state, int32_t job, double now, do
 
 /* A pass reads the queue: every queued job accrues age from its eligibility from now on. */
 static void priority_queue_read(Sim *sim, void *state, double now) {
+    (void)sim;
     (void)now;
     struct GpPriority *p = state;
-    if (!p->unaccrued) return;
-    for (int32_t s = sim->q_first; s < sim->q_count; s++)
-        if (sim->q_nodes[s] != GP_GONE) p->accrued[sim->q_job[s]] = 1;
-    p->unaccrued = 0;
+    for (int32_t k = 0; k < p->n_unaccrued; k++) p->accrued[p->unaccrued[k]] = 1;
+    p->n_unaccrued = 0;
 }
 
 /* A running job's use from max(its start, the last tick) to `now`, in whole seconds
@@ -272,6 +273,7 @@ static void priority_free(void *state) {
     PyMem_RawFree(p->acct_usage);
     PyMem_RawFree(p->keeps_priority);
     PyMem_RawFree(p->accrued);
+    PyMem_RawFree(p->unaccrued);
     PyMem_RawFree(p);
 }
 
@@ -327,9 +329,10 @@ static int multifactor_setup(Sim *sim, GpSettings *s) {
         state->acct_usage = PyMem_RawCalloc(a, sizeof(double));
         state->keeps_priority = PyMem_RawCalloc(n, sizeof(uint8_t));
         state->accrued = PyMem_RawCalloc(n, sizeof(uint8_t));
+        state->unaccrued = PyMem_RawMalloc(n * sizeof(int32_t));
     }
     if (!state || !state->priority || !state->submit_s || !state->eligible_s || !state->fs_factor ||
-        !state->acct_usage || !state->keeps_priority || !state->accrued ||
+        !state->acct_usage || !state->keeps_priority || !state->accrued || !state->unaccrued ||
         gp_add_piece(sim, s->piece, &PRIORITY_HOOKS, state) < 0) {
         priority_free(state);
         PyErr_NoMemory();
