@@ -10,8 +10,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gpuplan.errors import InputError
-from gpuplan.scenario.load import ScenarioError, load_scenario
+from gpuplan.scenario.load import LoadedScenario, ScenarioError, load_scenario
 from gpuplan.scenario.model import Scenario
+from gpuplan.sim.slurm.settings import from_scenario
 
 from builders import EXAMPLES, SMALL_SCENARIO
 
@@ -20,7 +21,7 @@ EXAMPLES = sorted((EXAMPLES).glob("*.yaml"))
 BASE = SMALL_SCENARIO
 
 
-def load(text: str, tmp_path: Path) -> object:
+def load(text: str, tmp_path: Path) -> LoadedScenario:
     path = tmp_path / "scenario.yaml"
     path.write_text(text)
     return load_scenario(path)
@@ -191,6 +192,12 @@ models:
         ("[alpha]", "[alfa]", "models.slurm.partitions[0].allow_accounts[0]", "did you mean 'alpha'"),
         ("[normal]", "[norml]", "models.slurm.qos[0].preempt[0]", "did you mean 'normal'"),
         ("name: low", "name: high", "models.slurm.partitions[1].name", "already named"),
+        (
+            "{name: low, pool: gpu}",
+            "{name: low, pool: gpu, def_mem_per_cpu: 1000, def_mem_per_node: 9000}",
+            "models.slurm.partitions[1]",
+            "not both",
+        ),
         ("preempt_type: partition_prio", "preempt_type: partition", "models.slurm.preempt_type", "'qos'"),
         ("pool: gpu, nodes: 2", "pool: gpu, nodes: 9", "models.slurm.reservations[0].nodes", "more than"),
         ("accounts: [beta]", "accounts: [bta]", "models.slurm.reservations[1].accounts[0]", "'beta'"),
@@ -215,3 +222,12 @@ def test_partitions_and_preemption_are_checked(
     with pytest.raises(ScenarioError) as caught:
         load(text.replace(old, new, 1), tmp_path)
     assert field in str(caught.value) and words in str(caught.value), str(caught.value)
+
+
+def test_a_partitions_job_defaults_reach_the_slurm_settings(tmp_path: Path) -> None:
+    text = (BASE + SLURM_PARTITIONS).replace(
+        "{name: low, pool: gpu}", "{name: low, pool: gpu, def_cpu_per_gpu: 12, def_mem_per_node: 64000}"
+    )
+    loaded = load(text, tmp_path)
+    low = from_scenario(loaded.scenario.models.slurm).partitions[1]
+    assert (low.name, low.def_cpu_per_gpu, low.def_mem_per_gpu, low.def_mem_per_node) == ("low", 12, 0, 64000)

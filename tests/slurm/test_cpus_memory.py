@@ -13,6 +13,7 @@ import pyarrow.parquet as pq
 
 from gpuplan.results.files import jobs_table, timeline_table
 from gpuplan.sim.outcome import ModelRun
+from gpuplan.sim.slurm.partitions import Partition
 from gpuplan.sim.slurm.settings import SlurmSettings
 from gpuplan.simulate import SimulateRequest, simulate
 from gpuplan.workload.sacct import read_sacct
@@ -104,6 +105,32 @@ def test_cpus_per_gpu_default_applies_to_jobs_asking_no_cpus() -> None:
     assert nodes_of(run_slurm(asked, 2, 8, settings, **NODE)) == {1: "node0", 2: "node0"}
     unset = SlurmSettings(**EVERY_SECOND)
     assert nodes_of(run_slurm(default, 2, 8, unset, **NODE)) == {1: "node0", 2: "node0"}
+
+
+def test_a_partitions_defaults_come_before_the_clusters() -> None:
+    # PartitionName=... DefCpuPerGPU=16 DefMemPerNode=100000 over a cluster's DefMemPerCPU=1000:
+    # cons_common job_test.c:_set_gpu_defaults takes the partition's job_defaults_list first, and
+    # job_mgr.c its def_mem_per_cpu (DefMemPerCPU or DefMemPerNode) before slurm_conf's. A 4-GPU
+    # job there holds 64 CPUs and 100000 MB; in the other partition 1 CPU and 1000 MB
+    jobs = workload().job(submit=0, run=100, gpus=4, partition="big")
+    jobs.job(submit=0, run=100, gpus=4, partition="small")
+    partitions = (
+        Partition("big", "batch", def_cpu_per_gpu=16, def_mem_per_node=100000),
+        Partition("small", "batch"),
+    )
+    settings = SlurmSettings(
+        **EVERY_SECOND,
+        select_type_parameters="CR_Core_Memory",
+        def_mem_per_cpu=1000,
+        partitions=partitions,
+    )
+    run = run_slurm(jobs, 2, 8, settings, **NODE)
+    table = jobs_table(run).to_pydict()
+    assert dict(zip(table["job_id"], zip(table["cpus"], table["mem_mb"], strict=True), strict=True)) == {
+        1: (64, 100000),
+        2: (1, 1000),
+    }
+    assert nodes_of(run) == {1: "node0", 2: "node1"}  # node0's CPUs are all taken
 
 
 def test_memory_is_a_resource_only_with_cr_core_memory() -> None:

@@ -468,6 +468,32 @@ class PartitionSpec(Section):
     )
     grace_time: Duration = Field(0.0, description="GraceTime: a preempted job keeps its nodes this long")
     exclusive: bool = Field(False, description="OverSubscribe=EXCLUSIVE: jobs take whole nodes")
+    def_cpu_per_gpu: int = Field(
+        0, ge=0, le=MAX_CPUS_PER_NODE, description="DefCpuPerGPU of its jobs (0: models.slurm's)"
+    )
+    def_mem_per_gpu: int = Field(
+        0, ge=0, le=MAX_MEMORY_MB_PER_NODE, description="DefMemPerGPU of its jobs, MB (0: models.slurm's)"
+    )
+    def_mem_per_cpu: int = Field(
+        0,
+        ge=0,
+        le=MAX_MEMORY_MB_PER_NODE,
+        description="DefMemPerCPU of its jobs, MB (0 with def_mem_per_node 0: models.slurm's)",
+    )
+    def_mem_per_node: int = Field(
+        0,
+        ge=0,
+        le=MAX_MEMORY_MB_PER_NODE,
+        description="DefMemPerNode of its jobs, MB (0 with def_mem_per_cpu 0: models.slurm's)",
+    )
+
+    @model_validator(mode="after")
+    def _one_memory_default(self) -> PartitionSpec:
+        if self.def_mem_per_cpu and self.def_mem_per_node:
+            raise PydanticCustomError(
+                "partition", "give def_mem_per_cpu or def_mem_per_node, not both (one slurm.conf setting)", {}
+            )
+        return self
 
 
 class ReservationSpec(Section):

@@ -241,7 +241,9 @@ def simulate_slurm(
             gpus_per_node=jobs.gpus_per_node[members],
         )
         whole = ~per_gpu[routing.partition[members]]
-        holds, too_big = cpus_memory_of(jobs.take(members), batch_pool, settings, whole)
+        holds, too_big = cpus_memory_of(
+            jobs.take(members), batch_pool, settings, whole, partitions, routing.partition[members]
+        )
         refused = reason[members] > 0
         reason[members[too_big & ~refused]] = REASONS.index("NodeConfigNotAvailable")
         refused |= too_big

@@ -37,6 +37,12 @@ class Partition:
     preempt_mode: str | None = None  # PreemptMode of its jobs (None: the cluster's)
     grace_time_s: float = 0.0  # GraceTime
     exclusive: bool = False  # OverSubscribe=EXCLUSIVE: jobs take whole nodes even with cons_tres
+    # its jobs' defaults, over the cluster's (0: the cluster's): DefCpuPerGPU, DefMemPerGPU (MB), and
+    # DefMemPerCPU or DefMemPerNode (MB; Slurm keeps these two in one field, part_ptr->def_mem_per_cpu)
+    def_cpu_per_gpu: int = 0
+    def_mem_per_gpu: int = 0
+    def_mem_per_cpu: int = 0
+    def_mem_per_node: int = 0
 
 
 def partition_table(defined: tuple[Partition, ...], pools: list[Pool]) -> list[Partition]:

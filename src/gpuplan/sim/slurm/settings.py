@@ -188,6 +188,10 @@ def from_scenario(spec: SlurmSection) -> SlurmSettings:
                 p.preempt_mode,
                 p.grace_time,
                 p.exclusive,
+                p.def_cpu_per_gpu,
+                p.def_mem_per_gpu,
+                p.def_mem_per_cpu,
+                p.def_mem_per_node,
             )
             for p in spec.partitions
         ),
