@@ -40,10 +40,11 @@ UNKNOWN_CPUS = 1 << 20  # CPUs per node of a pool whose CPUs are unknown: more t
 
 
 def _defaults(settings: SlurmSettings, partitions: list[Partition], partition: Int32) -> dict[str, Int64]:
-    """Per job, DefCpuPerGPU and the DefMemPer* of its partition, else of the cluster."""
+    """Per job, DefCpuPerGPU and the DefMemPer* of its partition, else of the cluster (the
+    partition table is never empty: partition_table gives every pool one)."""
     values: dict[str, Int64] = {}
     for name in ("def_cpu_per_gpu", "def_mem_per_gpu"):
-        own = np.array([getattr(p, name) or getattr(settings, name) for p in partitions] or [0], np.int64)
+        own = np.array([getattr(p, name) or getattr(settings, name) for p in partitions], np.int64)
         values[name] = own[partition]
     # DefMemPerCPU and DefMemPerNode are one setting of a partition (either overrides both)
     per_cpu_node = [
@@ -51,7 +52,7 @@ def _defaults(settings: SlurmSettings, partitions: list[Partition], partition: I
         if p.def_mem_per_cpu or p.def_mem_per_node
         else (settings.def_mem_per_cpu, settings.def_mem_per_node)
         for p in partitions
-    ] or [(0, 0)]
+    ]
     values["def_mem_per_cpu"] = np.array([c for c, _ in per_cpu_node], np.int64)[partition]
     values["def_mem_per_node"] = np.array([n for _, n in per_cpu_node], np.int64)[partition]
     return values
