@@ -1,8 +1,9 @@
 """Jobs that can never run in the Kubernetes model are rejected at submit with the scheduler's own
-reason; jobs that merely wait (for capacity that frees up, or that the autoscaler adds) run. And the
-nodes' CPU and memory: taken from the node list or the pool's shape, else unknown and not checked
-(a pod asking CPU on a node of unknown CPU runs), with kube-scheduler's scoring leaving unknown
-resources out.
+reason (kube-scheduler's without Kueue; with Kueue, which admits on quota alone, only Kueue's, and an
+admitted job whose pods no node holds stays Unschedulable); jobs that merely wait (for capacity
+that frees up, or that the autoscaler adds) run. And the nodes' CPU and memory: taken from the
+node list or the pool's shape, else unknown and not checked (a pod asking CPU on a node of unknown
+CPU runs), with kube-scheduler's scoring leaving unknown resources out.
 
 The Kueue cases follow Kueue's documented quota semantics (ClusterQueue nominalQuota, cohort
 borrowing, borrowingLimit, lendingLimit; "maximum capacity" is PotentialAvailable in
@@ -25,7 +26,7 @@ from gpuplan.sim.kubernetes.cluster import UNKNOWN, Nodes
 from gpuplan.sim.kubernetes.scheduler import PodRequest, Scoring, select_node
 from gpuplan.sim.kubernetes.settings import node_pool_specs
 from gpuplan.sim.models import run_input
-from gpuplan.sim.outcome import COMPLETED, REJECTED, ModelRun
+from gpuplan.sim.outcome import COMPLETED, REJECTED, UNFINISHED, ModelRun
 
 from builders import DATA, kubernetes_settings, node_pool, pods
 
@@ -38,8 +39,12 @@ def reasons(outcome: ModelRun) -> list[str]:
 # -- more pods than the nodes can ever hold ----------------------------------------------------------------
 
 
-@pytest.mark.parametrize("kueue", [True, False], ids=["kueue", "plain Jobs"])
-def test_a_2x8_job_on_a_one_node_pool_is_rejected_at_submit(kueue: bool) -> None:
+@pytest.mark.parametrize(
+    ("kueue", "why"),
+    [(True, "ExceedsMaxQuota"), (False, "Insufficient nvidia.com/gpu")],
+    ids=["kueue: the default ClusterQueue holds the pool's 8 GPUs", "plain Jobs"],
+)
+def test_a_2x8_job_on_a_one_node_pool_is_rejected_at_submit(kueue: bool, why: str) -> None:
     outcome = (
         pods(team="a")
         .job(pods=2, gpus=8)
@@ -47,7 +52,7 @@ def test_a_2x8_job_on_a_one_node_pool_is_rejected_at_submit(kueue: bool) -> None
         .simulate([node_pool(1)], kubernetes_settings(kueue={"enable": kueue}))
     )
     assert outcome.state.tolist() == [REJECTED, COMPLETED]
-    assert reasons(outcome) == ["Insufficient nvidia.com/gpu", ""]
+    assert reasons(outcome) == [why, ""]
     assert np.isnan(outcome.start_s[0])
 
 
@@ -80,8 +85,8 @@ def test_a_job_that_waits_for_capacity_is_not_rejected() -> None:
 
 def test_without_kueue_pods_spread_over_pools_but_a_kueue_flavor_holds_the_whole_pod_set() -> None:
     # Two 1-node pools: a 2x8 job without a node selector spreads over both (kube-scheduler places
-    # each pod anywhere it fits); under Kueue its pod set gets one flavor, and neither pool alone
-    # holds it, so no flavor of its ClusterQueue matches.
+    # each pod anywhere it fits); under Kueue its pod set gets one flavor, and neither flavor's 8
+    # GPUs of quota hold its 16.
     pools = [node_pool(1, name="h100"), node_pool(1, name="a100")]
     plain = pods(team="a").job(pods=2, gpus=8).simulate(pools, kubernetes_settings(kueue={"enable": False}))
     assert plain.state.tolist() == [COMPLETED]
@@ -98,18 +103,43 @@ def test_without_kueue_pods_spread_over_pools_but_a_kueue_flavor_holds_the_whole
         .simulate(pools, kubernetes_settings(kueue={"clusterQueues": queues}))
     )
     assert kueue.state.tolist() == [REJECTED]
-    assert reasons(kueue) == ["NoMatchingFlavor"]
+    assert reasons(kueue) == ["ExceedsMaxQuota"]
+
+
+PLAIN = kubernetes_settings(kueue={"enable": False})
 
 
 def test_a_pod_no_node_can_hold_is_rejected_with_the_resource_that_is_short() -> None:
-    outcome = pods(team="a").job(pods=1, gpus=16).simulate([node_pool(2)], kubernetes_settings())
+    outcome = pods(team="a").job(pods=1, gpus=16).simulate([node_pool(2)], PLAIN)
     assert (outcome.state.tolist(), reasons(outcome)) == ([REJECTED], ["Insufficient nvidia.com/gpu"])
     cpu_pods = (
-        pods(team="a")
-        .job(pods=1, gpus=8, cpu_milli=32_000)
-        .simulate([node_pool(2, cpu_milli=16_000)], kubernetes_settings())
+        pods(team="a").job(pods=1, gpus=8, cpu_milli=32_000).simulate([node_pool(2, cpu_milli=16_000)], PLAIN)
     )
     assert (cpu_pods.state.tolist(), reasons(cpu_pods)) == ([REJECTED], ["Insufficient cpu"])
+
+
+def test_kueue_admits_on_quota_a_pod_no_node_can_hold() -> None:
+    # Kueue's flavor assigner checks quota, not nodes: a 16-GPU pod on 8-GPU nodes is admitted
+    # into the default ClusterQueue's 16 GPUs and stays Pending (Unschedulable), holding the quota
+    # an 8-GPU job then waits for (WaitingForQuota).
+    jobs = pods(team="a", run=100.0).job(gpus=16).job(gpus=8)
+    held = jobs.simulate([node_pool(2)], kubernetes_settings())
+    assert held.state.tolist() == [UNFINISHED, UNFINISHED]
+    assert reasons(held) == ["Unschedulable", "WaitingForQuota"]
+    assert held.extra["kubernetes"]["kueue"]["quota_fit_but_fragmented"] == 1
+    # waitForPodsReady (Kueue's setup_wait_for_pods_ready page): evicted at the 300-s timeout and
+    # requeued after backoffBaseSeconds (60 s); the 8-GPU job takes the freed quota at 300 and
+    # ends at 400, the 16-GPU job is admitted again and, past backoffLimitCount (1), deactivated.
+    wait = {
+        "enable": True,
+        "timeout": "5m",
+        "requeuingStrategy": {"backoffLimitCount": 1, "backoffBaseSeconds": 60},
+    }
+    timed = jobs.simulate([node_pool(2)], kubernetes_settings(kueue={"waitForPodsReady": wait}))
+    assert timed.state.tolist() == [REJECTED, COMPLETED]
+    assert timed.start_s[1] == 300.0
+    assert reasons(timed) == ["RequeuingLimitExceeded", "WaitingForQuota"]
+    assert timed.extra["kubernetes"]["kueue"]["pods_ready_timeouts"] == 2
 
 
 # -- Kueue: a request above the most the ClusterQueue could ever get ----------------------------------------
@@ -185,7 +215,7 @@ def test_pods_asking_cpu_and_memory_run_on_nodes_of_unknown_capacity() -> None:
     mixed = (
         pods(team="a")
         .job(pods=1, gpus=1, cpu_milli=12_000, memory_mib=16_384)
-        .simulate([node_pool(1, memory_mib=8_192)], kubernetes_settings())
+        .simulate([node_pool(1, memory_mib=8_192)], PLAIN)
     )
     assert (mixed.state.tolist(), reasons(mixed)) == ([REJECTED], ["Insufficient memory"])
     assert mixed.settings["node_resources"] == {

@@ -74,8 +74,10 @@ def test_a_node_selector_keeps_pods_in_their_pool() -> None:
     assert [outcome.pools[p].pool.name for p in outcome.pool_of_job] == ["a10", "a10"]
 
 
-def test_pods_no_node_can_hold_are_rejected() -> None:
-    outcome = pods(run=100.0).job(gpus=16).job(gpus=8).simulate([node_pool(2)], kubernetes_settings())
+def test_pods_no_node_can_hold_are_rejected_without_kueue() -> None:
+    # kube-scheduler would leave them Pending for ever: rejected at submit, with its reason
+    jobs = pods(run=100.0).job(gpus=16).job(gpus=8)
+    outcome = jobs.simulate([node_pool(2)], kubernetes_settings(kueue={"enable": False}))
     assert outcome.state.tolist() == [REJECTED, COMPLETED]
 
 

@@ -19,11 +19,11 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from enum import IntEnum
 
-from gpuplan.sim.kubernetes.quota import QuotaTree
+from gpuplan.sim.kubernetes.quota import NO_LIMIT, QuotaTree
 
 # Why a workload is pending: Kueue's QuotaReserved=False reasons (apis/kueue/v1beta2/workload_types.go,
 # set by pkg/scheduler/scheduler.go: schedule and waitForPodsReadyIfNeeded). WaitingForQuota: tried and
@@ -36,11 +36,14 @@ PENDING_EVALUATION = "PendingEvaluation"
 
 
 class Mode(IntEnum):
-    """Flavor assignment outcome, worst to best (Kueue's FlavorAssignmentMode)."""
+    """Flavor assignment outcome, worst to best (Kueue's flavorassigner preemptionMode):
+    NO_CANDIDATES is noPreemptionCandidates, a flavor where preemption was simulated and found
+    nothing to preempt."""
 
     NO_FIT = 0
-    PREEMPT = 1
-    FIT = 2
+    NO_CANDIDATES = 1
+    PREEMPT = 2
+    FIT = 3
 
 
 @dataclass(frozen=True)
@@ -71,6 +74,46 @@ class Decision:
     flavor: int
     mode: Mode
     victims: tuple[int, ...] = ()
+
+
+# How a candidate may be preempted (classical/hierarchical_preemption.go preemptionVariant) and the
+# reason its eviction gets (the Preempted condition's reason, apis/kueue/v1beta2 workload_types.go).
+WITHIN_CLUSTER_QUEUE, HIERARCHICAL_RECLAIM, RECLAIM_WITHOUT_BORROWING, RECLAIM_WHILE_BORROWING = range(4)
+IN_CLUSTER_QUEUE = "InClusterQueue"
+IN_COHORT_RECLAMATION = "InCohortReclamation"
+IN_COHORT_RECLAIM_WHILE_BORROWING = "InCohortReclaimWhileBorrowing"
+IN_COHORT_FAIR_SHARING = "InCohortFairSharing"
+PREEMPTION_REASON = {
+    WITHIN_CLUSTER_QUEUE: IN_CLUSTER_QUEUE,
+    HIERARCHICAL_RECLAIM: IN_COHORT_RECLAMATION,
+    RECLAIM_WITHOUT_BORROWING: IN_COHORT_RECLAMATION,
+    RECLAIM_WHILE_BORROWING: IN_COHORT_RECLAIM_WHILE_BORROWING,
+}
+
+
+@dataclass(frozen=True)
+class _Candidate:
+    """A workload classical preemption may take: its order (priority, newest admission first), how
+    it may be taken, and the cohort below which its queues must use more than their quota (-1: the
+    preemptor's own ClusterQueue)."""
+
+    order: tuple[int, int]
+    victim: int
+    variant: int
+    lca: int
+
+    @property
+    def reason(self) -> str:
+        return PREEMPTION_REASON[self.variant]
+
+
+def _above_threshold(candidate: int, incoming: int, threshold: int | None) -> bool:
+    """A candidate that may be reclaimed only without borrowing (hierarchical_preemption.go
+    isAboveBorrowingThreshold): not below the preemptor's priority, or above
+    borrowWithinCohort.maxPriorityThreshold."""
+    if candidate >= incoming:
+        return True
+    return threshold is not None and candidate > threshold
 
 
 @dataclass
@@ -133,6 +176,8 @@ class Kueue:
         self.admissions = 0
         self.borrowing_admissions = 0  # admissions that took quota beyond the ClusterQueue's nominal
         self.roots = [tree.root(policy.node) for policy in policies]
+        self.queue_at = {policy.node: q for q, policy in enumerate(policies)}  # quota-tree node -> queue
+        self.preemption_reasons: dict[int, str] = {}  # victim -> the reason of its last preemption
         self.pushes = 0
         self.settled: tuple[int, int] | None = None  # (pushes, quota changes) when nothing could be admitted
         self.peak_borrowed = [0.0] * len(policies)
@@ -196,6 +241,8 @@ class Kueue:
         )
 
     def _assign(self, job: int, queue: int) -> Decision:
+        """The flavor for ``job``, in the best mode any of its flavors gives (Fit, then Preempt,
+        then noPreemptionCandidates), the first flavor in that mode."""
         q = self.queues[queue]
         node, request = q.policy.node, self.request[job]
         allowed = None if self.flavors_of_job is None else self.flavors_of_job[job]
@@ -203,129 +250,255 @@ class Kueue:
         for flavor in flavors:
             if self._fits(node, flavor, request):
                 return Decision(job, queue, flavor, Mode.FIT)
-        if q.policy.preempts:
-            for flavor in flavors:
-                victims = self._preemption_targets(job, queue, flavor)
-                if victims:
-                    return Decision(job, queue, flavor, Mode.PREEMPT, tuple(victims))
+        no_candidates = -1
+        for flavor in flavors:
+            if not self._may_preempt(q.policy, flavor, request):
+                continue
+            victims = self._preemption_targets(job, queue, flavor) if q.policy.preempts else []
+            if victims:
+                return Decision(job, queue, flavor, Mode.PREEMPT, tuple(victims))
+            if no_candidates < 0:
+                no_candidates = flavor
+        if no_candidates >= 0:
+            return Decision(job, queue, no_candidates, Mode.NO_CANDIDATES)
         return Decision(job, queue, -1, Mode.NO_FIT)
+
+    def _may_preempt(self, policy: QueuePolicy, flavor: int, request: float) -> bool:
+        """Whether Kueue simulates preemption for ``request`` on ``flavor`` when it does not fit
+        (flavorassigner.go fitsResourceQuota): not above the most the ClusterQueue could ever get;
+        and within its nominal quota, or reclaimable lower in a cohort tree
+        (FindHeightOfLowestSubtreeThatFits), or allowed to preempt while borrowing
+        (borrowWithinCohort, or fair sharing with reclaimWithinCohort)."""
+        tree = self.tree
+        node = tree.nodes[policy.node]
+        if request > tree.potential_available(policy.node, flavor) + 1e-9:
+            return False  # ExceedsMaxQuota
+        if request <= node.subtree[flavor] + 1e-9:
+            return True
+        if policy.borrow_within_cohort != "Never" or (
+            self.fair_sharing and policy.reclaim_within_cohort != "Never"
+        ):
+            return True
+        # the lowest cohort that holds what the ClusterQueue would borrow, if it is not the root
+        remaining = request - tree.local_available(policy.node, flavor)
+        at = node.parent
+        while at >= 0:
+            cohort = tree.nodes[at]
+            if cohort.usage[flavor] + remaining <= cohort.subtree[flavor] + 1e-9:
+                return cohort.parent >= 0
+            remaining -= tree.local_available(at, flavor)
+            at = cohort.parent
+        return False
+
+    def _reservation(self, decision: Decision) -> float:
+        """The quota a head that must preempt, but found nothing to preempt, keeps from the rest of
+        the admission cycle (scheduler.go reserveCapacityForUnreclaimablePreempt and
+        quotaResourcesToReserve): 0 when reclaimWithinCohort is Any (it can always reclaim); else
+        up to its nominal quota, or, when it would borrow, up to its borrowingLimit."""
+        policy = self.queues[decision.queue].policy
+        if policy.reclaim_within_cohort == "Any":
+            return 0.0
+        node, flavor = self.tree.nodes[policy.node], decision.flavor
+        request, usage = self.request[decision.job], node.usage[flavor]
+        if usage + request > node.subtree[flavor] + 1e-9:  # it would borrow
+            limit = node.borrowing_limit[flavor]
+            return request if limit == NO_LIMIT else min(request, node.subtree[flavor] + limit - usage)
+        return max(0.0, min(request, node.subtree[flavor] - usage))
 
     # -- preemption --------------------------------------------------------------------------------
 
     def _admitted_on(
         self, queue: int, flavor: int, keep: Callable[[int], bool], other: bool
     ) -> Iterator[tuple[tuple[bool, int, int], int]]:
-        """A ClusterQueue's admitted workloads on ``flavor`` whose priority ``keep`` accepts, in
-        preemption order (lowest priority first, most recently admitted first), lazily."""
+        """A ClusterQueue's admitted workloads on ``flavor`` that ``keep`` accepts, in preemption
+        order (lowest priority first, most recently admitted first), lazily, with their order key."""
         buckets = self.queues[queue].admitted
         for priority in sorted(buckets):
-            if keep(priority):
-                for victim in reversed(buckets[priority]):
-                    if self.flavor_of[victim] == flavor:
-                        yield (not other, priority, -self.admit_seq[victim]), victim
+            for victim in reversed(buckets[priority]):
+                if self.flavor_of[victim] == flavor and keep(victim):
+                    yield (not other, priority, -self.admit_seq[victim]), victim
 
-    def _candidates(
-        self, job: int, queue: int, flavor: int, others: bool = True, threshold: bool = False
-    ) -> Iterator[int]:
-        """Admitted workloads the policies let ``job`` preempt on ``flavor``, lazily, in Kueue's order:
-        from other (borrowing) ClusterQueues of the cohort first, lowest priority first, most recently
-        admitted first. ``threshold``: other queues' only below the preemptor's priority and at most
-        borrowWithinCohort.maxPriorityThreshold."""
+    def _candidates(self, job: int, queue: int, flavor: int) -> Iterator[int]:
+        """Fair sharing's candidates on ``flavor``, lazily: other (borrowing) ClusterQueues' workloads
+        that reclaimWithinCohort lets ``job`` preempt, then its own that withinClusterQueue does,
+        each lowest priority first, most recently admitted first."""
         policy = self.queues[queue].policy
-        priority, timestamp = self.priority[job], self.timestamp[job]
         streams = []
-        rule = policy.within_cluster_queue
-        if rule == "LowerPriority":
-            streams.append(self._admitted_on(queue, flavor, lambda p: p < priority, False))
-        elif rule == "LowerOrNewerEqualPriority":
-            newer = (
-                (key, v)
-                for key, v in self._admitted_on(queue, flavor, lambda p: p <= priority, False)
-                if self.priority[v] < priority or self.timestamp[v] > timestamp
-            )
-            streams.append(newer)
-        if others and policy.reclaim_within_cohort != "Never":
-            limit = policy.max_priority_threshold
-            for other in self._borrowing_queues(queue, flavor):
-                if threshold:
-                    streams.append(
-                        self._admitted_on(
-                            other, flavor, lambda p: p < priority and (limit is None or p <= limit), True
-                        )
-                    )
-                elif policy.reclaim_within_cohort == "Any":
-                    streams.append(self._admitted_on(other, flavor, lambda p: True, True))
-                else:
-                    streams.append(self._admitted_on(other, flavor, lambda p: p < priority, True))
+        if policy.reclaim_within_cohort != "Never":
+            root, keep = self.roots[queue], self._satisfies(job, policy.reclaim_within_cohort)
+            for other, q in enumerate(self.queues):
+                borrowing = self.tree.borrowing(q.policy.node, flavor)
+                if other != queue and self.roots[other] == root and borrowing:
+                    streams.append(self._admitted_on(other, flavor, keep, True))
+        if policy.within_cluster_queue != "Never":
+            keep = self._satisfies(job, policy.within_cluster_queue)
+            streams.append(self._admitted_on(queue, flavor, keep, False))
         return (victim for _, victim in heapq.merge(*streams))
 
-    def _borrowing_queues(self, queue: int, flavor: int) -> list[int]:
-        root = self.roots[queue]
-        return [
-            other
-            for other, q in enumerate(self.queues)
-            if other != queue and self.roots[other] == root and self.tree.borrowing(q.policy.node, flavor)
-        ]
+    def _satisfies(self, job: int, rule: str) -> Callable[[int], bool]:
+        """Whether preemption policy ``rule`` lets ``job`` preempt a candidate (Kueue's
+        preemption/common/preemption_policy.go SatisfiesPreemptionPolicy): LowerPriority, a lower
+        priority; LowerOrNewerEqualPriority, that or an equal priority queued after ``job``; Any."""
+        priority, timestamp = self.priority[job], self.timestamp[job]
+        if rule == "LowerPriority":
+            return lambda victim: self.priority[victim] < priority
+        if rule == "LowerOrNewerEqualPriority":
+            return lambda victim: (
+                self.priority[victim] < priority
+                or (self.priority[victim] == priority and self.timestamp[victim] > timestamp)
+            )
+        return lambda victim: rule == "Any"
 
-    def _greedy(
-        self, node: int, flavor: int, request: float, candidates: Iterable[int], allow_borrow: bool
-    ) -> list[int]:
-        """Remove candidates in order until the request fits; then drop, in reverse, those not needed."""
+    def _over_nominal_queues(self, cohort: int, skip: int, flavor: int) -> Iterator[int]:
+        """The ClusterQueues under ``cohort`` (not under its child ``skip``) using more than their
+        quota on ``flavor``, through child cohorts that do too (classical/hierarchical_preemption.go
+        collectCandidatesInSubtree)."""
         tree = self.tree
-        removed: list[int] = []
+        for child in tree.nodes[cohort].children:
+            if child == skip or not tree.borrowing(child, flavor):
+                continue
+            if tree.nodes[child].is_queue:
+                yield self.queue_at[child]
+            else:
+                yield from self._over_nominal_queues(child, -1, flavor)
+
+    def _classical_candidates(self, job: int, queue: int, flavor: int) -> tuple[list[_Candidate], int]:
+        """Classical preemption's candidates for ``job`` on ``flavor``, in Kueue's order, and how many
+        come from other ClusterQueues with a hierarchical advantage (classical/candidate_generator.go
+        NewCandidateIterator): those first, then other ClusterQueues' by priority, then its own;
+        each group lowest priority first, most recently admitted first (common/ordering.go
+        CandidatesOrdering)."""
+        tree = self.tree
+        policy = self.queues[queue].policy
+        node, request, priority = policy.node, self.request[job], self.priority[job]
+        hierarchy: list[_Candidate] = []
+        by_priority: list[_Candidate] = []
+        cohort = tree.nodes[node].parent
+        if cohort >= 0 and policy.reclaim_within_cohort != "Never":
+            keep = self._satisfies(job, policy.reclaim_within_cohort)
+            forbidden = policy.borrow_within_cohort == "Never"
+            threshold = policy.max_priority_threshold
+            # collectCandidatesForHierarchicalReclaim: the preemptor has an advantage over the
+            # workloads using the quota of the lowest subtree (from its own queue up) that holds it
+            advantage = tree.nodes[node].usage[flavor] + request <= tree.nodes[node].subtree[flavor] + 1e-9
+            remaining = max(0.0, request - tree.local_available(node, flavor))
+            previous = node
+            while cohort >= 0:
+                for other in self._over_nominal_queues(cohort, previous, flavor):
+                    for key, victim in self._admitted_on(other, flavor, keep, True):
+                        if advantage:
+                            variant = HIERARCHICAL_RECLAIM
+                        elif forbidden or _above_threshold(self.priority[victim], priority, threshold):
+                            variant = RECLAIM_WITHOUT_BORROWING
+                        else:
+                            variant = RECLAIM_WHILE_BORROWING
+                        (hierarchy if advantage else by_priority).append(
+                            _Candidate(key[1:], victim, variant, cohort)
+                        )
+                cohort_node = tree.nodes[cohort]
+                fits = cohort_node.usage[flavor] + remaining <= cohort_node.subtree[flavor] + 1e-9
+                remaining = max(0.0, remaining - tree.local_available(cohort, flavor))
+                advantage = advantage or fits
+                previous, cohort = cohort, cohort_node.parent
+        own: list[_Candidate] = []
+        if policy.within_cluster_queue != "Never":
+            keep = self._satisfies(job, policy.within_cluster_queue)
+            own = [
+                _Candidate(key[1:], victim, WITHIN_CLUSTER_QUEUE, -1)
+                for key, victim in self._admitted_on(queue, flavor, keep, False)
+            ]
+        for group in (hierarchy, by_priority):
+            group.sort(key=lambda c: c.order)
+        return hierarchy + by_priority + own, len(hierarchy)
+
+    def _valid(self, candidate: _Candidate, queue: int, flavor: int, borrow: bool) -> bool:
+        """Whether a candidate may still go (candidate_generator.go candidateIsValid): one of the own
+        queue always; another queue's only while it and its cohorts below the common ancestor use more
+        than their quota, and, when the preemptor may borrow, not one it may reclaim only without."""
+        victim_queue = self.queue_of[candidate.victim]
+        if victim_queue == queue:
+            return True
+        if borrow and candidate.variant == RECLAIM_WITHOUT_BORROWING:
+            return False
+        at = self.queues[victim_queue].policy.node
+        while at != candidate.lca:
+            if not self.tree.borrowing(at, flavor):
+                return False
+            at = self.tree.nodes[at].parent
+        return True
+
+    def _take_out(self, victim: int, flavor: int) -> None:
+        """What-if: the victim's quota freed (undone by ``_put_back`` before anything else runs)."""
+        node = self.queues[self.queue_of[victim]].policy.node
+        self.tree.remove_usage(node, flavor, self.request[victim], counted=False)
+
+    def _put_back(self, victim: int, flavor: int) -> None:
+        node = self.queues[self.queue_of[victim]].policy.node
+        self.tree.add_usage(node, flavor, self.request[victim], counted=False)
+
+    def _minimal(
+        self, job: int, queue: int, flavor: int, candidates: list[_Candidate], borrow: bool
+    ) -> list[_Candidate]:
+        """One attempt of classicalPreemptions (preemption.go): remove valid candidates in order until
+        the workload fits (without borrowing unless ``borrow``), then add back, newest removal but
+        one first, those it fits without (fillBackWorkloads). The quota is left as it was."""
+        node, request = self.queues[queue].policy.node, self.request[job]
+        removed: list[_Candidate] = []
         fits = False
-        for victim in candidates:
-            vnode = self.queues[self.queue_of[victim]].policy.node
-            if vnode != node and not tree.borrowing(vnode, flavor):
-                continue  # its ClusterQueue no longer borrows: reclaiming stops there
-            tree.remove_usage(vnode, flavor, self.request[victim])
-            removed.append(victim)
-            if self._fits(node, flavor, request, allow_borrow):
+        for candidate in candidates:
+            if not self._valid(candidate, queue, flavor, borrow):
+                continue
+            self._take_out(candidate.victim, flavor)
+            removed.append(candidate)
+            if self._fits(node, flavor, request, borrow):
                 fits = True
                 break
         targets = list(removed)
         if fits:
-            for victim in reversed(removed[:-1]):
-                vnode = self.queues[self.queue_of[victim]].policy.node
-                tree.add_usage(vnode, flavor, self.request[victim])
-                if self._fits(node, flavor, request, allow_borrow):
-                    targets.remove(victim)  # not needed: leave its usage in place
+            for candidate in reversed(removed[:-1]):
+                self._put_back(candidate.victim, flavor)
+                if self._fits(node, flavor, request, borrow):
+                    targets.remove(candidate)  # not needed: its usage stays
                 else:
-                    tree.remove_usage(vnode, flavor, self.request[victim])
-        for victim in targets:  # undo the what-if
-            tree.add_usage(self.queues[self.queue_of[victim]].policy.node, flavor, self.request[victim])
+                    self._take_out(candidate.victim, flavor)
+        for candidate in targets:  # undo the what-if
+            self._put_back(candidate.victim, flavor)
         return targets if fits else []
 
     def _preemption_targets(self, job: int, queue: int, flavor: int) -> list[int]:
-        """Classic preemption's targets, by the heuristics of Kueue's preemption page, in order:
-        (1) only own-queue candidates: greedily, borrowing allowed; (2) borrowWithinCohort: others'
-        below the threshold too, borrowing allowed; (3) when the workload fits the queue's nominal
-        quota: reclaim from borrowing queues, no borrowing; (4) own-queue candidates, borrowing."""
-        policy = self.queues[queue].policy
-        node, request = policy.node, self.request[job]
-        tree = self.tree
-        borrow_within = policy.borrow_within_cohort != "Never"
+        """The workloads to preempt so ``job`` fits on ``flavor``, or [] when none would do.
+
+        Classical preemption as Kueue's preemption.go classicalPreemptions: the candidates above, and
+        up to two attempts, one letting the preemptor borrow and one not. Only the one that borrows
+        when no other ClusterQueue has a candidate, or when borrowWithinCohort is Never and the
+        ClusterQueue already uses its nominal quota; not borrowing first when borrowWithinCohort is
+        Never and no candidate has a hierarchical advantage; else borrowing first."""
         if self.fair_sharing:  # may preempt while borrowing, as long as the strategies allow
-            candidates = list(self._candidates(job, queue, flavor))
-            return self._fair_targets(job, queue, flavor, candidates) if candidates else []
-        if request > tree.nodes[node].subtree[flavor] + 1e-9 and not borrow_within:
-            return []  # needs more than the nominal quota and may not preempt while borrowing
-        own = self._candidates(job, queue, flavor, others=False)
-        if policy.reclaim_within_cohort == "Never" or not self._borrowing_queues(queue, flavor):
-            return self._greedy(node, flavor, request, own, allow_borrow=True)
-        if borrow_within:
-            targets = self._greedy(
-                node, flavor, request, self._candidates(job, queue, flavor, threshold=True), allow_borrow=True
+            fair = list(self._candidates(job, queue, flavor))
+            chosen = self._fair_targets(job, queue, flavor, fair) if fair else []
+            self.preemption_reasons.update(
+                (v, IN_CLUSTER_QUEUE if self.queue_of[v] == queue else IN_COHORT_FAIR_SHARING) for v in chosen
             )
+            return chosen
+        policy = self.queues[queue].policy
+        node = self.tree.nodes[policy.node]
+        candidates, advantaged = self._classical_candidates(job, queue, flavor)
+        from_others = any(self.queue_of[c.victim] != queue for c in candidates)
+        forbidden = policy.borrow_within_cohort == "Never"
+        under_nominal = node.usage[flavor] < node.subtree[flavor] - 1e-9
+        attempts: tuple[bool, ...]
+        if not from_others or (forbidden and not under_nominal):
+            attempts = (True,)
+        elif forbidden and not advantaged:
+            attempts = (False, True)
+        else:
+            attempts = (True, False)
+        for borrow in attempts:
+            targets = self._minimal(job, queue, flavor, candidates, borrow)
             if targets:
-                return targets
-        if tree.nodes[node].usage[flavor] + request <= tree.nodes[node].subtree[flavor] + 1e-9:
-            targets = self._greedy(
-                node, flavor, request, self._candidates(job, queue, flavor), allow_borrow=False
-            )
-            if targets:
-                return targets
-        return self._greedy(node, flavor, request, own, allow_borrow=True)
+                self.preemption_reasons.update((c.victim, c.reason) for c in targets)
+                return [c.victim for c in targets]
+        return []
 
     def _fair_targets(self, job: int, queue: int, flavor: int, candidates: list[int]) -> list[int]:
         """Fair-sharing preemption: other ClusterQueues' workloads go only while the strategies hold
@@ -359,28 +532,41 @@ class Kueue:
                 if best is None:
                     break
                 victim = best[1]
-                tree.remove_usage(
-                    self.queues[self.queue_of[victim]].policy.node, flavor, self.request[victim]
-                )
+                self._take_out(victim, flavor)
                 removed.append(victim)
         fits = self._fits(node, flavor, request)
         for victim in removed:
-            tree.add_usage(self.queues[self.queue_of[victim]].policy.node, flavor, self.request[victim])
+            self._put_back(victim, flavor)
         return removed if fits else []
 
     # -- the admission cycle -----------------------------------------------------------------------
 
     def _head(self, queue: int) -> Decision | None:
-        """The ClusterQueue's next admissible head, or None (it is blocked until quota changes)."""
+        """The ClusterQueue's head for this admission cycle, or None (it is blocked until quota
+        changes). A BestEffortFIFO queue moves past heads that do not fit, or must preempt and found
+        nothing to preempt (they become inadmissible until the cluster changes,
+        pkg/cache/queue/cluster_queue.go RequeueIfNotPresent); a StrictFIFO queue keeps its head,
+        which holds the quota it waits for (``_reservation``)."""
         q = self.queues[queue]
         heads = sorted((heap[0], size) for size, heap in q.classes.items() if heap)
         for (_, _, job), _size in heads:
             decision = self._assign(job, queue)
-            if decision.mode == Mode.NO_FIT:
+            if decision.mode <= Mode.NO_CANDIDATES:
                 self._no_fit(job, queue)
-            if decision.mode != Mode.NO_FIT or q.policy.strict_fifo:
-                return decision if decision.mode != Mode.NO_FIT else None
+            if decision.mode >= Mode.PREEMPT:
+                return decision
+            if q.policy.strict_fifo:
+                return decision if decision.mode == Mode.NO_CANDIDATES else None
         return None
+
+    def _borrows(self, decision: Decision) -> bool:
+        """Whether the workload borrows once admitted, after its own ClusterQueue's victims go
+        (flavorassigner Assignment.Borrows: the borrowing left after preemption)."""
+        node = self.queues[decision.queue].policy.node
+        usage = self.tree.nodes[node].usage[decision.flavor] - sum(
+            self.request[v] for v in decision.victims if self.queue_of[v] == decision.queue
+        )
+        return usage + self.request[decision.job] > self.tree.nodes[node].subtree[decision.flavor] + 1e-9
 
     def schedule(
         self,
@@ -416,21 +602,25 @@ class Kueue:
                         self.timestamp[job],
                         job,
                     )
-                else:
-                    borrows = not self._fits(
-                        q.policy.node, decision.flavor, self.request[job], allow_borrow=False
-                    )
-                    order = (float(borrows), -self.priority[job], self.timestamp[job], job)
+                else:  # scheduler.go makeClassicalIterator: not borrowing first, priority, FIFO
+                    order = (float(self._borrows(decision)), -self.priority[job], self.timestamp[job], job)
                 entries.append((order, decision))
             if not entries:
                 break
             entries.sort(key=lambda entry: entry[0])
             progressed = False
+            reserved: list[tuple[int, int, float]] = []  # (quota node, flavor, GPUs) for this cycle
             for _, first in entries:
                 decision = self._assign(first.job, first.queue)  # quota may have changed this cycle
-                if decision.mode == Mode.NO_FIT:
+                if decision.mode <= Mode.NO_CANDIDATES:
                     self._no_fit(first.job, first.queue)
-                if decision.mode == Mode.NO_FIT or (decision.mode == Mode.PREEMPT and progressed):
+                if decision.mode == Mode.NO_CANDIDATES and self.queues[first.queue].policy.strict_fifo:
+                    amount = self._reservation(decision)
+                    if amount > 0:
+                        node = self.queues[first.queue].policy.node
+                        tree.add_usage(node, decision.flavor, amount, counted=False)
+                        reserved.append((node, decision.flavor, amount))
+                if decision.mode <= Mode.NO_CANDIDATES or (decision.mode == Mode.PREEMPT and progressed):
                     continue  # retried in the next cycle
                 for victim in decision.victims:
                     if self.queue_of[victim] == decision.queue:
@@ -444,6 +634,8 @@ class Kueue:
                 progressed = True
                 if blocked():
                     break
+            for node, flavor, amount in reversed(reserved):
+                tree.remove_usage(node, flavor, amount, counted=False)
             if not progressed:
                 break
         if not blocked():

@@ -155,6 +155,7 @@ class KubernetesRun:
         self.checkpoint = np.asarray(jobs.column("checkpoint_s"), np.float64)
         self.job_gpus = self.milli_of_job * self.pods / MILLI
         self.rejected = np.zeros(n, bool)
+        self.kueue_preemption_reasons: dict[str, int] = {}  # Kueue's Preempted reason -> evictions
         self.given_up: dict[int, str] = {}  # job -> why the run gave it up (REQUEUING_LIMIT_EXCEEDED, ...)
         self.placing = 0  # jobs with pods created but not all bound
         self.index = PodIndex(self.nodes.count, self.priority.tolist())
@@ -454,6 +455,9 @@ class KubernetesRun:
     def _preempted_by_kueue(self, j: int) -> None:
         self.preemptions[j] += 1
         self.counts["kueue_preemptions"] += 1
+        assert self.kueue is not None
+        reason = self.kueue.preemption_reasons[j]
+        self.kueue_preemption_reasons[reason] = self.kueue_preemption_reasons.get(reason, 0) + 1
         self._evict(j, None)  # requeued in its place: ordered by creation time
 
     def _pods_ready_timeout(self, j: int) -> None:
@@ -855,6 +859,9 @@ class KubernetesRun:
                 "borrowing_admissions": kueue.borrowing_admissions,
                 "reclaims": kueue.reclaims,
                 "preemptions_within_cluster_queue": kueue.within_queue_preemptions,
+                # the Preempted condition's reasons: InClusterQueue, InCohortReclamation,
+                # InCohortReclaimWhileBorrowing, InCohortFairSharing
+                "preemptions_by_reason": dict(sorted(self.kueue_preemption_reasons.items())),
                 "cluster_queues": {
                     name: {
                         "nominal_gpus": sum(tree.nodes[kueue.queues[q].policy.node].nominal) / MILLI,

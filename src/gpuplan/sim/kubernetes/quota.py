@@ -108,25 +108,31 @@ class QuotaTree:
             most = min(node.subtree[f] + node.borrowing_limit[f], most)
         return most
 
-    def add_usage(self, i: int, f: int, value: float) -> None:
-        self.changes += 1
+    def add_usage(self, i: int, f: int, value: float, counted: bool = True) -> None:
+        """Usage of ``value`` on flavor ``f`` at node ``i``, and what passes its local quota in its
+        parent. ``counted=False`` for a what-if that is undone before anything reads the counters
+        (``changes`` and ``version``, which say that admission may find something new)."""
+        if counted:
+            self.changes += 1
         local_available = self.local_available(i, f)
         node = self.nodes[i]
         node.usage[f] += value
         if node.parent >= 0 and value > local_available:
-            self.add_usage(node.parent, f, value - local_available)
-        else:
+            self.add_usage(node.parent, f, value - local_available, counted)
+        elif counted:
             self.version[self.root(i)] += 1
 
-    def remove_usage(self, i: int, f: int, value: float) -> None:
-        self.changes += 1
+    def remove_usage(self, i: int, f: int, value: float, counted: bool = True) -> None:
+        if counted:
+            self.changes += 1
         node = self.nodes[i]
         stored_in_parent = node.usage[f] - self.local_quota(i, f)
         node.usage[f] -= value
         if stored_in_parent <= 0 or node.parent < 0:
-            self.version[self.root(i)] += 1
+            if counted:
+                self.version[self.root(i)] += 1
             return
-        self.remove_usage(node.parent, f, min(value, stored_in_parent))
+        self.remove_usage(node.parent, f, min(value, stored_in_parent), counted)
 
     def borrowing(self, i: int, f: int) -> bool:
         """Usage above its own quota on ``f`` (Kueue's IsBorrowing)."""

@@ -259,12 +259,13 @@ def pods_per_node(pod: PodRequest, pool: NodePoolSpec) -> tuple[int, str]:
 class Reach:
     """Where a job's pods could ever run, from its pod request, pod count and the pools at maxNodes.
 
-    ``fit``: pools its node selector allows whose empty nodes hold one pod (pods without a selector
-    spread over these: kube-scheduler places each pod on any of them). ``whole``: those that alone
-    hold every pod at once (a Kueue flavor of nodeLabels puts the whole pod set in one pool).
-    ``spread``: whether the ``fit`` pools together hold every pod. ``short``: kube-scheduler's reason
-    when they do not."""
+    ``allowed``: pools its node selector allows (any with nodes when it has none). ``fit``: those
+    whose empty nodes hold one pod (pods without a selector spread over these: kube-scheduler
+    places each pod on any of them). ``whole``: those that alone hold every pod at once (a Kueue
+    flavor of nodeLabels puts the whole pod set in one pool). ``spread``: whether the ``fit``
+    pools together hold every pod. ``short``: kube-scheduler's reason when they do not."""
 
+    allowed: tuple[int, ...]
     fit: tuple[int, ...]
     whole: tuple[int, ...]
     spread: bool
@@ -279,11 +280,11 @@ def job_reach(requests: list[PodRequest], pods: Int64, pools: list[NodePoolSpec]
     for pod, count in zip(requests, pods.tolist(), strict=True):
         key = (pod, int(count))
         if key not in cache:
-            allowed = [
+            allowed = tuple(
                 i
                 for i, pool in enumerate(pools)
                 if (pod.pool < 0 or pod.pool == i) and max(pool.max_nodes, pool.nodes) > 0
-            ]
+            )
             capacity: dict[int, tuple[int, str]] = {}
             for i in allowed:
                 per_node, limit = pods_per_node(pod, pools[i])
@@ -294,7 +295,7 @@ def job_reach(requests: list[PodRequest], pods: Int64, pools: list[NodePoolSpec]
             # the resource that limits the pool that holds the most of the job's pods
             largest = max(allowed, key=lambda i: capacity[i][0], default=-1)
             short = insufficient(capacity[largest][1] if largest >= 0 else GPU_RESOURCE)
-            cache[key] = Reach(fit, whole, spread, "" if spread else short)
+            cache[key] = Reach(allowed, fit, whole, spread, "" if spread else short)
         result.append(cache[key])
     return result
 
@@ -302,8 +303,16 @@ def job_reach(requests: list[PodRequest], pods: Int64, pools: list[NodePoolSpec]
 def kueue_flavors(reach: list[Reach], any_flavor: int) -> list[tuple[int, ...]]:
     """The flavors Kueue may assign each job: the pools that alone hold its pod set, then
     ``default-flavor`` (no nodeLabels: its pods go to any pool they fit) when the pools together
-    hold it."""
-    return [r.whole + ((any_flavor,) if r.spread else ()) for r in reach]
+    hold it. Kueue checks quota, not nodes: a pod set no one pool holds may still get a flavor, of
+    the pools that hold one of its pods, else of those its node selector allows, or default-flavor;
+    once admitted, what its nodes cannot hold stays Pending."""
+    flavors = []
+    for r in reach:
+        if r.whole:
+            flavors.append(r.whole + ((any_flavor,) if r.spread else ()))
+        else:
+            flavors.append((r.fit or r.allowed) + (any_flavor,))
+    return flavors
 
 
 def refusals(
@@ -314,16 +323,16 @@ def refusals(
     request_milli: Float64,
 ) -> list[str]:
     """Why each job can never run ("" if it can, perhaps after waiting for capacity that frees up or
-    that the autoscaler adds): the nodes can never hold its pods; or, with Kueue, its ClusterQueue
-    has no flavor it may use (NoMatchingFlavor), or its request is above what the ClusterQueue could
-    ever get in each of them, nominal quota plus what it may borrow (ExceedsMaxQuota)."""
+    that the autoscaler adds). Without Kueue: the nodes can never hold its pods (kube-scheduler
+    would leave them Pending for ever). With Kueue, which admits on quota alone, only Kueue's
+    reasons: its ClusterQueue has no flavor it may use (NoMatchingFlavor), or its request is above
+    what the ClusterQueue could ever get in each of them, nominal quota plus what it may borrow
+    (ExceedsMaxQuota); a job admitted whose pods no node can hold stays Unschedulable (then
+    waitForPodsReady's timeout and requeues apply)."""
     reasons = []
     for j, (where, usable_flavors) in enumerate(zip(reach, flavors, strict=True)):
-        if not where.spread and not where.whole:
-            reasons.append(where.short or insufficient(GPU_RESOURCE))
-            continue
         if kueue is None:
-            reasons.append("" if where.spread else where.short)
+            reasons.append("" if where.spread else where.short or insufficient(GPU_RESOURCE))
             continue
         policy = kueue.queues[int(queue_of_job[j])].policy
         usable = [f for f in policy.flavors if f in usable_flavors]
