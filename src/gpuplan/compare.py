@@ -27,7 +27,14 @@ from gpuplan.errors import GpuplanError, InputError, Interrupted
 from gpuplan.inputs import Input, is_scenario, load_input
 from gpuplan.metrics.summary import summarize
 from gpuplan.results import manifest
-from gpuplan.results.files import RESULT_FILES, jobs_table, timeline_table, write_summary, write_tables
+from gpuplan.results.files import (
+    RESULT_FILES,
+    events_table,
+    jobs_table,
+    timeline_table,
+    write_summary,
+    write_tables,
+)
 from gpuplan.sim.models import MODELS, run_input
 from gpuplan.workers import run_all
 
@@ -56,6 +63,7 @@ class _ModelResult:
     summary: dict[str, Any] | None = None
     jobs: pa.Table | None = None
     timeline: pa.Table | None = None
+    events: pa.Table | None = None
     error: str | None = None
 
 
@@ -66,13 +74,13 @@ def _run_model(loaded: Input, read_s: float, name: str) -> _ModelResult:
         run = run_input(name, loaded)
         began = time.perf_counter()
         summary = summarize(run, loaded.workload.team_shares)
-        jobs, timeline = jobs_table(run), timeline_table(run)
+        jobs, timeline, events = jobs_table(run), timeline_table(run), events_table(run)
         summary["timing_s"] = {
             "read": read_s,
             "simulate": run.simulate_s,
             "write": time.perf_counter() - began,
         }
-        return _ModelResult(name, summary, jobs, timeline)
+        return _ModelResult(name, summary, jobs, timeline, events)
     except GpuplanError as exc:  # crosses the process boundary as text
         return _ModelResult(name, error=str(exc))
 
@@ -131,8 +139,8 @@ def _write(
     run: manifest.Run,
     partial: dict[str, Any] | None = None,
 ) -> tuple[dict[str, Any], list[Path]]:
-    """summary.json, jobs.parquet, timeline.parquet, then the manifest; returns the summary and the
-    three files."""
+    """summary.json, jobs.parquet, timeline.parquet, events.parquet, then the manifest; returns the
+    summary and the four files."""
     manifest.start(out, keep=RESULT_FILES)
     summary: dict[str, Any] = {
         "gpuplan_version": __version__,
@@ -145,6 +153,7 @@ def _write(
         out,
         [r.jobs for r in results if r.jobs is not None],
         [r.timeline for r in results if r.timeline is not None],
+        [r.events for r in results if r.events is not None],
     )
     if partial:
         run = replace(run, models=[r.name for r in results], partial=partial)

@@ -13,7 +13,14 @@ from gpuplan import __version__
 from gpuplan.inputs import Input, InputOptions, load_input
 from gpuplan.metrics.summary import summarize, work_by_workload
 from gpuplan.results import manifest
-from gpuplan.results.files import RESULT_FILES, jobs_table, timeline_table, write_summary, write_tables
+from gpuplan.results.files import (
+    RESULT_FILES,
+    events_table,
+    jobs_table,
+    timeline_table,
+    write_summary,
+    write_tables,
+)
 from gpuplan.sim.models import MODELS, run_input
 from gpuplan.sim.outcome import REJECTED, ModelRun
 
@@ -93,7 +100,7 @@ def simulate(request: SimulateRequest) -> SimulateResult:
     began = time.perf_counter()
     model_summary = summarize(run, workload.team_shares)
     manifest.start(request.out, keep=RESULT_FILES)
-    files = write_tables(request.out, [jobs_table(run)], [timeline_table(run)])
+    files = write_tables(request.out, [jobs_table(run)], [timeline_table(run)], [events_table(run)])
     model_summary["timing_s"] = {
         "read": read_s,
         "simulate": run.simulate_s,

@@ -94,7 +94,7 @@ def test_reruns_are_bit_identical(tmp_path: Path) -> None:
         assert (
             gpuplan("simulate", str(EXAMPLE), "--out", str(tmp_path / run), "--quiet", columns=None)[0] == 0
         )
-    for name in ("jobs.parquet", "timeline.parquet"):
+    for name in ("jobs.parquet", "timeline.parquet", "events.parquet"):
         assert (tmp_path / "first" / name).read_bytes() == (tmp_path / "second" / name).read_bytes()
     first, second = (json.loads((tmp_path / run / "summary.json").read_text()) for run in ("first", "second"))
     for summary in (first, second):
@@ -185,3 +185,30 @@ def test_slurm_backfill_from_the_cli_on_a_trace(tmp_path: Path) -> None:
     # reservations for every job cost some waiting against EASY, but backfilling beats strict FIFO
     assert results["slurm"]["wait_s"]["mean"] < results["none"]["wait_s"]["mean"]
     assert results["slurm"]["jobs"]["completed"] == results["easy"]["jobs"]["completed"]
+
+
+@pytest.mark.parametrize("model", ["slurm", "hybrid"])
+def test_events_parquet_tells_each_jobs_story(tmp_path: Path, model: str) -> None:
+    # Slurm's log is the one its outcome implies: each job Submitted, then Started and Ended (with
+    # its state) or Rejected (with the reason jobs.parquet gives); hybrid joins both sides' logs
+    scenario = EXAMPLES / "mixed-org.yaml"
+    assert gpuplan("simulate", str(scenario), "--model", model, "--out", str(tmp_path), "-q")[0] == 0
+    jobs = pq.read_table(tmp_path / "jobs.parquet").to_pylist()
+    events = pq.read_table(tmp_path / "events.parquet").to_pylist()
+    assert [e["time_s"] for e in events] == sorted(e["time_s"] for e in events)
+    by_job: dict[int, list[dict[str, object]]] = {}
+    for event in events:
+        by_job.setdefault(int(event["job_id"]), []).append(event)  # type: ignore[arg-type]
+    assert set(by_job) == {job["job_id"] for job in jobs}
+    for job in jobs:
+        story = by_job[job["job_id"]]
+        assert story[0]["event"] in ("Submitted", "Created") and story[0]["time_s"] == job["submit_s"]
+        if job["state"] == "rejected":
+            assert story[-1]["event"] == "Rejected" and story[-1]["reason"] == job["reason"]
+        if job["state"] == "completed":
+            last = story[-1]
+            assert last["event"] in ("Ended", "Finished") and last["time_s"] == job["end_s"]
+            started = next(e for e in story if e["event"] in ("Started", "PodsReady"))
+            assert started["time_s"] == job["start_s"]
+    if model == "hybrid":
+        assert {"Submitted", "Created"} <= {e["event"] for e in events}

@@ -145,7 +145,7 @@ def test_reruns_are_identical(tmp_path: Path) -> None:
             str(EXAMPLES / "k8s-inference.yaml"), "--out", str(tmp_path / run), model="kubernetes"
         )
         assert code == 0
-    for name in ("jobs.parquet", "timeline.parquet"):
+    for name in ("jobs.parquet", "timeline.parquet", "events.parquet"):
         assert pq.read_table(tmp_path / "one" / name).equals(pq.read_table(tmp_path / "two" / name))
     first = json.loads((tmp_path / "one" / "summary.json").read_text())["models"]["kubernetes"]
     second = json.loads((tmp_path / "two" / "summary.json").read_text())["models"]["kubernetes"]

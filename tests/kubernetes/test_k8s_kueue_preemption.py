@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from gpuplan.results.files import events_table
 from gpuplan.sim.outcome import ModelRun
 
 from builders import Pods, kubernetes_settings, node_pool, pods
@@ -120,3 +121,35 @@ def test_a_strict_fifo_head_waiting_for_its_lent_quota_keeps_it_from_new_borrowe
         outcome = jobs.simulate([node_pool(2)], settings)
         assert outcome.start_s.tolist() == starts, strategy
         assert outcome.preemptions.sum() == 0
+
+
+def test_the_event_log_tells_each_workloads_story_in_kueues_words() -> None:
+    # the first case again: a1 and b5 are evicted as Preempted, with the Preempted condition's
+    # reason as detail, requeued at once, and admitted again when quota frees
+    jobs = pods(gpus=1).job(team="a", qos="m1")
+    for qos in ("zero", "zero", "zero", "zero", "m1"):
+        jobs.job(team="b", qos=qos)
+    jobs.job(team="a", gpus=2, at=10.0)
+    events = events_table(run(jobs, COHORT_THREE)).to_pylist()
+    story = [
+        (e["time_s"], e["event"], e["reason"], e["detail"], e["queue"], e["flavor"])
+        for e in events
+        if e["job_id"] == 6
+    ]
+    assert story == [
+        (0.0, "Created", None, None, "b", None),
+        (0.0, "QuotaReserved", None, None, "b", "h100"),
+        (0.0, "Admitted", None, None, "b", "h100"),
+        (0.0, "PodsReady", None, None, "b", None),
+        (10.0, "Evicted", "Preempted", "InCohortReclamation", "b", None),
+        (10.0, "Requeued", None, None, "b", None),
+        (1000.0, "QuotaReserved", None, None, "b", "h100"),
+        (1000.0, "Admitted", None, None, "b", "h100"),
+        (1000.0, "PodsReady", None, None, "b", None),
+        (2000.0, "Finished", None, None, "b", None),
+    ]
+    assert [e["event"] for e in events if e["job_id"] == 7] == [
+        "Created", "QuotaReserved", "Admitted", "PodsReady", "Finished"
+    ]  # fmt: skip
+    times = [e["time_s"] for e in events]
+    assert times == sorted(times)

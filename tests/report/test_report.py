@@ -58,7 +58,7 @@ def merged(runs: dict[str, Path], out: Path) -> Path:
     first = next(iter(summaries.values()))
     models = {name: summary["models"]["slurm"] for name, summary in summaries.items()}
     (out / "summary.json").write_text(json.dumps({**first, "models": models}, indent=2))
-    for table in ("jobs", "timeline"):
+    for table in ("jobs", "timeline", "events"):
         parts = []
         for name, path in runs.items():
             part = pq.read_table(path / f"{table}.parquet")

@@ -80,7 +80,7 @@ def test_every_command_writes_a_manifest_of_its_files_last(tmp_path: Path) -> No
     assert written is not None and written.run.command == "simulate"
     assert written.run.scenario == "small" and written.run.models == ["slurm"]
     assert written.run.inputs == {str(scenario): manifest.sha256(scenario)}
-    assert set(written.files) == {"summary.json", "jobs.parquet", "timeline.parquet"}
+    assert set(written.files) == {"summary.json", "jobs.parquet", "timeline.parquet", "events.parquet"}
     for name, digest in written.files.items():
         assert manifest.sha256(out / name) == digest
     # the manifest is the newest file: written after the files it lists
@@ -301,7 +301,7 @@ def test_a_rerun_after_a_killed_run_recovers(tmp_path: Path) -> None:
     assert gpuplan("report", str(out))[0] == 2
     assert gpuplan("simulate", str(small(tmp_path, "beta-run")), "--out", str(out), "-q")[0] == 0
     assert sorted(p.name for p in out.iterdir()) == [
-        "jobs.parquet", "manifest.json", "summary.json", "timeline.parquet"
+        "events.parquet", "jobs.parquet", "manifest.json", "summary.json", "timeline.parquet"
     ]  # fmt: skip
     code, _, _ = gpuplan("report", str(out))
     assert code in (0, 1) and "beta-run" in (out / "report.md").read_text()

@@ -23,7 +23,7 @@ from gpuplan.report import render
 from gpuplan.report.context import ReportInputs, build_sections, input_shown, title_of
 from gpuplan.report.results import read_results, read_summary
 from gpuplan.results import manifest
-from gpuplan.results.files import RESULT_FILES, prepare_out
+from gpuplan.results.files import REPORT_INPUTS, prepare_out
 
 
 @dataclass
@@ -159,7 +159,7 @@ def rebuild(
     place of the packaged one, for an organisation that weighs things its own way)."""
     if not directory.is_dir():
         raise InputError("not a results directory", path=directory)
-    checked = manifest.check(directory, RESULT_FILES)
+    checked = manifest.check(directory, REPORT_INPUTS)
     summary = read_summary(directory / "summary.json")
     loaded, warnings = find_input(summary, directory, scenario, checked.run.inputs)
     saved = manifest.matches(directory, checked, RECOMMENDATION_FILE)

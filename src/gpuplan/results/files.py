@@ -1,4 +1,5 @@
-"""Result files in OUT/: summary.json, jobs.parquet and timeline.parquet (DESIGN.md "Results").
+"""Result files in OUT/: summary.json, jobs.parquet, timeline.parquet and events.parquet (DESIGN.md
+"Results").
 
 Every file is written whole or not at all: to a temporary name in the same directory, flushed to
 disk, then renamed over the old one (``atomic_write``), so a run killed while writing leaves the
@@ -21,9 +22,11 @@ import pyarrow.parquet as pq
 
 from gpuplan.errors import InputError
 from gpuplan.sim.outcome import JOB_STATES, ModelRun
+from gpuplan.workload.jobtable import Labels
 
-# the files every simulating command writes (report reads them)
-RESULT_FILES = ("summary.json", "jobs.parquet", "timeline.parquet")
+# the files every simulating command writes, and the ones the report reads
+RESULT_FILES = ("summary.json", "jobs.parquet", "timeline.parquet", "events.parquet")
+REPORT_INPUTS = RESULT_FILES[:3]
 
 
 def _constant(value: str, rows: int) -> pa.DictionaryArray:
@@ -72,6 +75,34 @@ def _reasons(run: ModelRun) -> pa.Array:
         run.reason.codes, mask=np.array([label == "" for label in run.reason.labels])[run.reason.codes]
     )
     return pa.DictionaryArray.from_arrays(codes, pa.array(run.reason.labels, pa.string()))
+
+
+def _text(labels: Labels) -> pa.DictionaryArray:
+    """A Labels column with "" as null."""
+    empty = np.array([label == "" for label in labels.labels])[labels.codes]
+    return pa.DictionaryArray.from_arrays(
+        pa.array(labels.codes, mask=empty), pa.array(labels.labels, pa.string())
+    )
+
+
+def events_table(run: ModelRun) -> pa.Table:
+    """One row per event of a job (sim/events.py), in time order: model, job_id, team, time_s,
+    event, reason, detail, queue (ClusterQueue or partition) and flavor (ResourceFlavor); null where
+    an event has none."""
+    log = run.event_log()
+    return pa.table(
+        {
+            "model": _constant(run.model, len(log)),
+            "job_id": run.jobs.job_id[log.job],
+            "team": run.jobs.team.take(log.job).to_arrow(),
+            "time_s": log.time_s,
+            "event": log.event.to_arrow(),
+            "reason": _text(log.reason),
+            "detail": _text(log.detail),
+            "queue": _text(log.queue),
+            "flavor": _text(log.flavor),
+        }
+    )
 
 
 def timeline_table(run: ModelRun) -> pa.Table:
@@ -146,13 +177,19 @@ def write_parquet(path: Path, table: pa.Table) -> Path:
     return atomic_write(path, lambda temporary: pq.write_table(table, temporary))
 
 
-def write_tables(out: Path, jobs: list[pa.Table], timelines: list[pa.Table]) -> list[Path]:
-    """Write jobs.parquet and timeline.parquet, each the rows of every model (``jobs_table`` and
-    ``timeline_table`` of each run); returns their paths."""
+def write_tables(
+    out: Path, jobs: list[pa.Table], timelines: list[pa.Table], events: list[pa.Table]
+) -> list[Path]:
+    """Write jobs.parquet, timeline.parquet and events.parquet, each the rows of every model
+    (``jobs_table``, ``timeline_table`` and ``events_table`` of each run); returns their paths."""
     prepare_out(out)
     return [
-        write_parquet(out / "jobs.parquet", pa.concat_tables(jobs, promote_options="default")),
-        write_parquet(out / "timeline.parquet", pa.concat_tables(timelines, promote_options="default")),
+        write_parquet(out / name, pa.concat_tables(tables, promote_options="default"))
+        for name, tables in (
+            ("jobs.parquet", jobs),
+            ("timeline.parquet", timelines),
+            ("events.parquet", events),
+        )
     ]
 
 

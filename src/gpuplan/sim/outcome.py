@@ -10,6 +10,8 @@ import numpy.typing as npt
 
 from gpuplan.sim.cluster import Pool
 from gpuplan.sim.engine.core import Timeline
+from gpuplan.sim.events import ENDED, STARTED, SUBMITTED, EventLog, EventRecorder
+from gpuplan.sim.events import REJECTED as REJECTED_EVENT
 from gpuplan.workload.jobtable import Float64, Int32, Int64, JobTable, Labels
 
 if TYPE_CHECKING:
@@ -90,6 +92,7 @@ class ModelRun:
     # started; in the scheduler's words (Slurm: PartitionTimeLimit, QOSMaxGRESPerUser, ...; Kueue:
     # WaitingForQuota, ...); "" for none. The same meaning in every model.
     reason: Labels | None = None
+    events: EventLog | None = None  # the model's own event log (sim/events.py); None: implied
 
     def __post_init__(self) -> None:
         # Every model's outcome obeys the states' meaning, so no summary counts a job that never
@@ -102,6 +105,26 @@ class ModelRun:
                 f"{self.model}: job {self.jobs.job_id[wrong]} is {JOB_STATES[self.state[wrong]]} "
                 f"with start {self.start_s[wrong]}"
             )
+
+    def event_log(self) -> EventLog:
+        """The model's event log, else the one its outcome implies: each job's submission, first
+        start and end (with its state), or its rejection (with its reason), at the partition."""
+        if self.events is not None:
+            return self.events
+        recorder = EventRecorder()
+        jobs = self.jobs
+        reasons = self.reason.values() if self.reason is not None else [""] * len(jobs)
+        partitions = jobs.partition.values()
+        submit, start, end = jobs.submit_s.tolist(), self.start_s.tolist(), self.end_s.tolist()
+        for j, state in enumerate(self.state.tolist()):
+            recorder.add(j, submit[j], SUBMITTED, queue=partitions[j])
+            if state == REJECTED:
+                recorder.add(j, submit[j], REJECTED_EVENT, reasons[j], queue=partitions[j])
+            elif start[j] == start[j]:
+                recorder.add(j, start[j], STARTED, queue=partitions[j])
+                if end[j] == end[j] and state != UNFINISHED:
+                    recorder.add(j, end[j], ENDED, JOB_STATES[state], queue=partitions[j])
+        return recorder.log()
 
     @property
     def started(self) -> npt.NDArray[np.bool_]:

@@ -34,6 +34,7 @@ from gpuplan.scenario.hybrid import KUBERNETES_KINDS, HybridSettings, Lending, R
 from gpuplan.scenario.kubernetes import NodePool
 from gpuplan.sim.cluster import Pool
 from gpuplan.sim.engine.core import Lending as EngineLending
+from gpuplan.sim.events import EventLog
 from gpuplan.sim.hybrid.settings import HybridModelSettings
 from gpuplan.sim.kubernetes.settings import KubernetesModelSettings
 from gpuplan.sim.outcome import ModelRun, PoolSchedule
@@ -350,6 +351,9 @@ def merge_runs(model: str, parts: list[tuple[str, ModelRun]], settings: dict[str
         job_gpus=job_gpus,
         extra={side: run.extra for side, run in parts if run.extra},
         reason=_concat_labels(reasons),
+        events=EventLog.concat(
+            [(int(offset), run.event_log()) for run, offset in zip(runs, job_offsets, strict=False)]
+        ),
     )
 
 

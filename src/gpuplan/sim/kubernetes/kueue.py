@@ -18,6 +18,7 @@ https://kueue.sigs.k8s.io/docs/concepts/preemption/ ("Classic Preemption" and "F
 from __future__ import annotations
 
 import heapq
+import itertools
 import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -93,11 +94,9 @@ PREEMPTION_REASON = {
 
 @dataclass(frozen=True)
 class _Candidate:
-    """A workload classical preemption may take: its order (priority, newest admission first), how
-    it may be taken, and the cohort below which its queues must use more than their quota (-1: the
-    preemptor's own ClusterQueue)."""
+    """A workload classical preemption may take: how it may be taken, and the cohort below which
+    its queues must use more than their quota (-1: the preemptor's own ClusterQueue)."""
 
-    order: tuple[int, int]
     victim: int
     variant: int
     lca: int
@@ -105,6 +104,11 @@ class _Candidate:
     @property
     def reason(self) -> str:
         return PREEMPTION_REASON[self.variant]
+
+
+# which candidates a preemption policy accepts: only priorities below a bound (None: any), and a
+# test of each (None: all)
+_Rule = tuple[int | None, Callable[[int], bool] | None]
 
 
 def _above_threshold(candidate: int, incoming: int, threshold: int | None) -> bool:
@@ -308,14 +312,18 @@ class Kueue:
     # -- preemption --------------------------------------------------------------------------------
 
     def _admitted_on(
-        self, queue: int, flavor: int, keep: Callable[[int], bool], other: bool
+        self, queue: int, flavor: int, rule: _Rule, other: bool
     ) -> Iterator[tuple[tuple[bool, int, int], int]]:
-        """A ClusterQueue's admitted workloads on ``flavor`` that ``keep`` accepts, in preemption
-        order (lowest priority first, most recently admitted first), lazily, with their order key."""
+        """A ClusterQueue's admitted workloads on ``flavor`` that ``rule`` (``_rule``) accepts, in
+        preemption order (lowest priority first, most recently admitted first), lazily, with their
+        order key."""
+        below, keep = rule
         buckets = self.queues[queue].admitted
         for priority in sorted(buckets):
+            if below is not None and priority >= below:
+                break
             for victim in reversed(buckets[priority]):
-                if self.flavor_of[victim] == flavor and keep(victim):
+                if self.flavor_of[victim] == flavor and (keep is None or keep(victim)):
                     yield (not other, priority, -self.admit_seq[victim]), victim
 
     def _candidates(self, job: int, queue: int, flavor: int) -> Iterator[int]:
@@ -325,29 +333,28 @@ class Kueue:
         policy = self.queues[queue].policy
         streams = []
         if policy.reclaim_within_cohort != "Never":
-            root, keep = self.roots[queue], self._satisfies(job, policy.reclaim_within_cohort)
+            root, rule = self.roots[queue], self._rule(job, policy.reclaim_within_cohort)
             for other, q in enumerate(self.queues):
                 borrowing = self.tree.borrowing(q.policy.node, flavor)
                 if other != queue and self.roots[other] == root and borrowing:
-                    streams.append(self._admitted_on(other, flavor, keep, True))
+                    streams.append(self._admitted_on(other, flavor, rule, True))
         if policy.within_cluster_queue != "Never":
-            keep = self._satisfies(job, policy.within_cluster_queue)
-            streams.append(self._admitted_on(queue, flavor, keep, False))
+            streams.append(
+                self._admitted_on(queue, flavor, self._rule(job, policy.within_cluster_queue), False)
+            )
         return (victim for _, victim in heapq.merge(*streams))
 
-    def _satisfies(self, job: int, rule: str) -> Callable[[int], bool]:
-        """Whether preemption policy ``rule`` lets ``job`` preempt a candidate (Kueue's
+    def _rule(self, job: int, policy: str) -> _Rule:
+        """Which candidates preemption policy ``policy`` lets ``job`` preempt (Kueue's
         preemption/common/preemption_policy.go SatisfiesPreemptionPolicy): LowerPriority, a lower
-        priority; LowerOrNewerEqualPriority, that or an equal priority queued after ``job``; Any."""
+        priority; LowerOrNewerEqualPriority, that or an equal priority queued after ``job``; Any,
+        all. As (only priorities below this, else None; a test of each candidate, else None)."""
         priority, timestamp = self.priority[job], self.timestamp[job]
-        if rule == "LowerPriority":
-            return lambda victim: self.priority[victim] < priority
-        if rule == "LowerOrNewerEqualPriority":
-            return lambda victim: (
-                self.priority[victim] < priority
-                or (self.priority[victim] == priority and self.timestamp[victim] > timestamp)
-            )
-        return lambda victim: rule == "Any"
+        if policy == "LowerPriority":
+            return priority, None
+        if policy == "LowerOrNewerEqualPriority":
+            return priority + 1, lambda v: self.priority[v] < priority or self.timestamp[v] > timestamp
+        return None, None
 
     def _over_nominal_queues(self, cohort: int, skip: int, flavor: int) -> Iterator[int]:
         """The ClusterQueues under ``cohort`` (not under its child ``skip``) using more than their
@@ -362,54 +369,83 @@ class Kueue:
             else:
                 yield from self._over_nominal_queues(child, -1, flavor)
 
-    def _classical_candidates(self, job: int, queue: int, flavor: int) -> tuple[list[_Candidate], int]:
-        """Classical preemption's candidates for ``job`` on ``flavor``, in Kueue's order, and how many
-        come from other ClusterQueues with a hierarchical advantage (classical/candidate_generator.go
-        NewCandidateIterator): those first, then other ClusterQueues' by priority, then its own;
+    def _classical_candidates(
+        self, job: int, queue: int, flavor: int
+    ) -> tuple[Callable[[bool], Iterator[_Candidate]], bool, bool]:
+        """Classical preemption's candidates for ``job`` on ``flavor``, in Kueue's order
+        (classical/candidate_generator.go NewCandidateIterator): other ClusterQueues' over which it
+        has a hierarchical advantage first, then other ClusterQueues' by priority, then its own;
         each group lowest priority first, most recently admitted first (common/ordering.go
-        CandidatesOrdering)."""
+        CandidatesOrdering). Returns a maker of that sequence (made lazily: an attempt takes only as
+        many as it needs), whether any candidate is another queue's, and whether any has the
+        advantage."""
         tree = self.tree
         policy = self.queues[queue].policy
         node, request, priority = policy.node, self.request[job], self.priority[job]
-        hierarchy: list[_Candidate] = []
-        by_priority: list[_Candidate] = []
+        sources: list[tuple[int, int, bool]] = []  # other queues: (queue, common cohort, advantage)
         cohort = tree.nodes[node].parent
         if cohort >= 0 and policy.reclaim_within_cohort != "Never":
-            keep = self._satisfies(job, policy.reclaim_within_cohort)
-            forbidden = policy.borrow_within_cohort == "Never"
-            threshold = policy.max_priority_threshold
             # collectCandidatesForHierarchicalReclaim: the preemptor has an advantage over the
             # workloads using the quota of the lowest subtree (from its own queue up) that holds it
             advantage = tree.nodes[node].usage[flavor] + request <= tree.nodes[node].subtree[flavor] + 1e-9
             remaining = max(0.0, request - tree.local_available(node, flavor))
             previous = node
             while cohort >= 0:
-                for other in self._over_nominal_queues(cohort, previous, flavor):
-                    for key, victim in self._admitted_on(other, flavor, keep, True):
-                        if advantage:
-                            variant = HIERARCHICAL_RECLAIM
-                        elif forbidden or _above_threshold(self.priority[victim], priority, threshold):
-                            variant = RECLAIM_WITHOUT_BORROWING
-                        else:
-                            variant = RECLAIM_WHILE_BORROWING
-                        (hierarchy if advantage else by_priority).append(
-                            _Candidate(key[1:], victim, variant, cohort)
-                        )
+                sources += [
+                    (other, cohort, advantage)
+                    for other in self._over_nominal_queues(cohort, previous, flavor)
+                ]
                 cohort_node = tree.nodes[cohort]
                 fits = cohort_node.usage[flavor] + remaining <= cohort_node.subtree[flavor] + 1e-9
                 remaining = max(0.0, remaining - tree.local_available(cohort, flavor))
                 advantage = advantage or fits
                 previous, cohort = cohort, cohort_node.parent
-        own: list[_Candidate] = []
-        if policy.within_cluster_queue != "Never":
-            keep = self._satisfies(job, policy.within_cluster_queue)
-            own = [
-                _Candidate(key[1:], victim, WITHIN_CLUSTER_QUEUE, -1)
-                for key, victim in self._admitted_on(queue, flavor, keep, False)
-            ]
-        for group in (hierarchy, by_priority):
-            group.sort(key=lambda c: c.order)
-        return hierarchy + by_priority + own, len(hierarchy)
+        reclaim = self._rule(job, policy.reclaim_within_cohort)
+        forbidden = policy.borrow_within_cohort == "Never"
+        threshold = policy.max_priority_threshold
+
+        def from_queue(
+            other: int, lca: int, advantaged: bool, borrow: bool | None
+        ) -> Iterator[tuple[tuple[int, int], _Candidate]]:
+            # for an attempt (``borrow`` not None) the queue's candidates end once it no longer
+            # borrows (removals only lower usage), and those it may reclaim only without borrowing
+            # are left out when it borrows: what _valid would refuse, not made at all
+            other_node = self.queues[other].policy.node
+            for key, victim in self._admitted_on(other, flavor, reclaim, True):
+                if advantaged:
+                    variant = HIERARCHICAL_RECLAIM
+                elif forbidden or _above_threshold(self.priority[victim], priority, threshold):
+                    variant = RECLAIM_WITHOUT_BORROWING
+                else:
+                    variant = RECLAIM_WHILE_BORROWING
+                if borrow is not None:
+                    if not self._borrowing_below(other_node, lca, flavor):
+                        return
+                    if borrow and variant == RECLAIM_WITHOUT_BORROWING:
+                        continue
+                yield key[1:], _Candidate(victim, variant, lca)
+
+        def group(advantaged: bool, borrow: bool | None = None) -> Iterator[_Candidate]:
+            if borrow and forbidden and not advantaged:
+                return iter(())  # all of them reclaimable only without borrowing
+            streams = [from_queue(q, lca, a, borrow) for q, lca, a in sources if a == advantaged]
+            return (candidate for _, candidate in heapq.merge(*streams, key=lambda item: item[0]))
+
+        def own() -> Iterator[_Candidate]:
+            if policy.within_cluster_queue == "Never":
+                return
+            for _, victim in self._admitted_on(
+                queue, flavor, self._rule(job, policy.within_cluster_queue), False
+            ):
+                yield _Candidate(victim, WITHIN_CLUSTER_QUEUE, -1)
+
+        has_advantaged = next(group(True), None) is not None
+        from_others = has_advantaged or next(group(False), None) is not None
+
+        def candidates(borrow: bool) -> Iterator[_Candidate]:
+            return itertools.chain(group(True, borrow), group(False, borrow), own())
+
+        return candidates, from_others, has_advantaged
 
     def _valid(self, candidate: _Candidate, queue: int, flavor: int, borrow: bool) -> bool:
         """Whether a candidate may still go (candidate_generator.go candidateIsValid): one of the own
@@ -420,11 +456,14 @@ class Kueue:
             return True
         if borrow and candidate.variant == RECLAIM_WITHOUT_BORROWING:
             return False
-        at = self.queues[victim_queue].policy.node
-        while at != candidate.lca:
-            if not self.tree.borrowing(at, flavor):
+        return self._borrowing_below(self.queues[victim_queue].policy.node, candidate.lca, flavor)
+
+    def _borrowing_below(self, node: int, lca: int, flavor: int) -> bool:
+        """Whether quota node ``node`` and its cohorts below ``lca`` all use more than their quota."""
+        while node != lca:
+            if not self.tree.borrowing(node, flavor):
                 return False
-            at = self.tree.nodes[at].parent
+            node = self.tree.nodes[node].parent
         return True
 
     def _take_out(self, victim: int, flavor: int) -> None:
@@ -437,7 +476,7 @@ class Kueue:
         self.tree.add_usage(node, flavor, self.request[victim], counted=False)
 
     def _minimal(
-        self, job: int, queue: int, flavor: int, candidates: list[_Candidate], borrow: bool
+        self, job: int, queue: int, flavor: int, candidates: Iterator[_Candidate], borrow: bool
     ) -> list[_Candidate]:
         """One attempt of classicalPreemptions (preemption.go): remove valid candidates in order until
         the workload fits (without borrowing unless ``borrow``), then add back, newest removal but
@@ -482,8 +521,7 @@ class Kueue:
             return chosen
         policy = self.queues[queue].policy
         node = self.tree.nodes[policy.node]
-        candidates, advantaged = self._classical_candidates(job, queue, flavor)
-        from_others = any(self.queue_of[c.victim] != queue for c in candidates)
+        candidates, from_others, advantaged = self._classical_candidates(job, queue, flavor)
         forbidden = policy.borrow_within_cohort == "Never"
         under_nominal = node.usage[flavor] < node.subtree[flavor] - 1e-9
         attempts: tuple[bool, ...]
@@ -494,7 +532,7 @@ class Kueue:
         else:
             attempts = (True, False)
         for borrow in attempts:
-            targets = self._minimal(job, queue, flavor, candidates, borrow)
+            targets = self._minimal(job, queue, flavor, candidates(borrow), borrow)
             if targets:
                 self.preemption_reasons.update((c.victim, c.reason) for c in targets)
                 return [c.victim for c in targets]

@@ -35,6 +35,22 @@ from gpuplan.scenario.kubernetes import KubernetesSettings
 from gpuplan.sim.cluster import Pool
 from gpuplan.sim.engine._batchcore import checkpointed
 from gpuplan.sim.engine.core import Timeline
+from gpuplan.sim.events import (
+    ADMITTED,
+    CREATED,
+    EVICTED,
+    FINISHED,
+    INACTIVE_WORKLOAD,
+    PODS_READY,
+    PREEMPTED,
+    PREEMPTION_BY_SCHEDULER,
+    QUOTA_RESERVED,
+    REQUEUED,
+    EventRecorder,
+)
+from gpuplan.sim.events import (
+    REJECTED as REJECTED_EVENT,
+)
 from gpuplan.sim.kubernetes.autoscaler import scale_down_candidates, scale_up
 from gpuplan.sim.kubernetes.cluster import MILLI, UNKNOWN, NodePoolSpec, Nodes
 from gpuplan.sim.kubernetes.kueue import PENDING_EVALUATION, Decision, Kueue
@@ -44,6 +60,7 @@ from gpuplan.sim.kubernetes.scheduler import PodRequest, Scoring, select_node
 from gpuplan.sim.kubernetes.services import WARM, Deployments
 from gpuplan.sim.kubernetes.settings import KubernetesModelSettings, node_pool_specs
 from gpuplan.sim.kubernetes.setup import (
+    ANY_FLAVOR,
     build_kueue,
     job_priorities,
     job_reach,
@@ -155,6 +172,7 @@ class KubernetesRun:
         self.checkpoint = np.asarray(jobs.column("checkpoint_s"), np.float64)
         self.job_gpus = self.milli_of_job * self.pods / MILLI
         self.rejected = np.zeros(n, bool)
+        self.log = EventRecorder()
         self.kueue_preemption_reasons: dict[str, int] = {}  # Kueue's Preempted reason -> evictions
         self.given_up: dict[int, str] = {}  # job -> why the run gave it up (REQUEUING_LIMIT_EXCEEDED, ...)
         self.placing = 0  # jobs with pods created but not all bound
@@ -184,6 +202,7 @@ class KubernetesRun:
         self.reach = job_reach(self.requests, self.pods, pools)
         # Kueue may also assign default-flavor (no node labels, the index after the pools)
         flavors = kueue_flavors(self.reach, len(pools))
+        self.flavor_names = [p.name for p in pools] + [ANY_FLAVOR]
         self.kueue: Kueue | None = None
         self.queue_of_job: Int32 = np.zeros(n, np.int32)
         self.queue_names: list[str] = []
@@ -237,6 +256,9 @@ class KubernetesRun:
         for j in range(len(self.jobs)):
             if self.refusal[j]:
                 self.rejected[j] = True
+                submit = float(self.jobs.submit_s[j])
+                self.log.add(j, submit, CREATED, queue=self._queue_name(j))
+                self.log.add(j, submit, REJECTED_EVENT, self.refusal[j], queue=self._queue_name(j))
             else:
                 self._push(float(self.jobs.submit_s[j]), SUBMIT, j)
         if self.deployments:
@@ -282,9 +304,11 @@ class KubernetesRun:
             if self.generation[a] == b and self.state[a] == RUNNING:
                 self._finish(a)
         elif kind == SUBMIT:
+            self.log.add(a, self.now, CREATED, queue=self._queue_name(a))
             self._enqueue(a)
         elif kind == REQUEUE:
             if self.generation[a] == b:
+                self.log.add(a, self.now, REQUEUED, queue=self._queue_name(a))
                 self._enqueue(a)
         elif kind == PODS_READY_TIMEOUT:
             if self.generation[a] == b and self.state[a] == PLACING:
@@ -337,6 +361,10 @@ class KubernetesRun:
         else:
             self._create_pods(j)
 
+    def _queue_name(self, j: int) -> str:
+        """The job's ClusterQueue ("" without Kueue)."""
+        return self.queue_names[int(self.queue_of_job[j])] if self.kueue is not None else ""
+
     def _create_pods(self, j: int) -> None:
         """The Job runs (Kueue unsuspends it): its pods go to kube-scheduler's queue."""
         self.state[j] = PLACING
@@ -357,6 +385,9 @@ class KubernetesRun:
             self.pool_sel[j] = decision.flavor
             self.requests[j] = self._with_pool(self.requests[j], decision.flavor)
             self._queued(j, +1)
+        queue, flavor = self._queue_name(j), self.flavor_names[decision.flavor]
+        self.log.add(j, self.now, QUOTA_RESERVED, queue=queue, flavor=flavor)
+        self.log.add(j, self.now, ADMITTED, queue=queue, flavor=flavor)
         self._create_pods(j)
         self.newly_admitted.append(j)
         if self.wait_ready.enable:
@@ -428,9 +459,11 @@ class KubernetesRun:
         for node in self.pod_node[first:last].tolist():  # all its pods bound: their GPUs are busy now
             self._used(node, self.requests[j].gpu_milli_total)
         self.final_node[first:last] = self.pod_node[first:last]
+        self.log.add(j, self.now, PODS_READY, queue=self._queue_name(j))
         self._push(self.now + float(self.remaining[j]), END, j, int(self.generation[j]))
 
     def _finish(self, j: int) -> None:
+        self.log.add(j, self.now, FINISHED, queue=self._queue_name(j))
         self.end_s[j] = self.now
         self.generation[j] += 1
         self._release_pods(j)
@@ -458,12 +491,15 @@ class KubernetesRun:
         assert self.kueue is not None
         reason = self.kueue.preemption_reasons[j]
         self.kueue_preemption_reasons[reason] = self.kueue_preemption_reasons.get(reason, 0) + 1
+        self.log.add(j, self.now, EVICTED, PREEMPTED, reason, queue=self._queue_name(j))
+        self.log.add(j, self.now, REQUEUED, queue=self._queue_name(j))
         self._evict(j, None)  # requeued in its place: ordered by creation time
 
     def _pods_ready_timeout(self, j: int) -> None:
         """waitForPodsReady.timeout: evict and requeue after backoffBaseSeconds x 2^(n-1) (at most
         backoffMaxSeconds), ordered by eviction or creation time; deactivated past backoffLimitCount."""
         self.counts["timeouts"] += 1
+        self.log.add(j, self.now, EVICTED, EVICTED_BY_PODS_READY_TIMEOUT, queue=self._queue_name(j))
         strategy = self.wait_ready.requeuingStrategy
         self.requeues[j] += 1
         # Kueue requeues forever without backoffLimitCount; a job that can never get all its pods
@@ -476,6 +512,9 @@ class KubernetesRun:
             # would requeue it forever (still queued at the end: unfinished)
             limited = strategy.backoffLimitCount is not None
             self.given_up[j] = REQUEUING_LIMIT_EXCEEDED if limited else EVICTED_BY_PODS_READY_TIMEOUT
+            if limited:  # Kueue deactivates it: evicted again, as inactive
+                queue = self._queue_name(j)
+                self.log.add(j, self.now, EVICTED, INACTIVE_WORKLOAD, REQUEUING_LIMIT_EXCEEDED, queue=queue)
             return
         if strategy.timestamp == "Eviction":
             self.queue_ts[j] = self.now
@@ -568,6 +607,9 @@ class KubernetesRun:
         for victim in victims:
             self.preemptions[victim] += 1
             self.counts["pod_preemptions"] += 1
+            queue = self._queue_name(victim)
+            self.log.add(victim, self.now, EVICTED, PREEMPTED, PREEMPTION_BY_SCHEDULER, queue=queue)
+            self.log.add(victim, self.now, REQUEUED, queue=queue)
             self._evict(victim, None)
         return node
 
@@ -774,6 +816,7 @@ class KubernetesRun:
             job_gpus=self.job_gpus,
             extra={"kubernetes": self._figures()},
             reason=reason,
+            events=self.log.log(),
         )
 
     def _reasons(self) -> Labels:

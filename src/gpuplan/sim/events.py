@@ -1,0 +1,100 @@
+"""A run's per-job event log (``events.parquet``): what happened to each job and when, in the
+scheduler's own words.
+
+Kubernetes (the Kueue Workload's conditions and events, apis/kueue/v1beta2 workload_types.go):
+``Created``; ``QuotaReserved`` and ``Admitted`` with the ClusterQueue and ResourceFlavor; ``PodsReady``
+(every pod bound: the job runs); ``Evicted`` with the Evicted condition's reason (``Preempted``,
+``PodsReadyTimeout``, ``InactiveWorkload``) and, for a preemption, the Preempted condition's reason
+as ``detail`` (``InClusterQueue``, ``InCohortReclamation``, ``InCohortReclaimWhileBorrowing``,
+``InCohortFairSharing``; kube-scheduler's DefaultPreemption: ``PreemptionByScheduler``, the pod's
+DisruptionTarget reason); ``Requeued``; ``Finished``; ``Rejected`` with the reason it can never run.
+
+A model that keeps no log of its own (Slurm's, whose C core returns each job's outcome) gets the one
+its outcome implies (``implied_log``): ``Submitted``, ``Started``, ``Ended`` (with the job's state)
+or ``Rejected`` (with its reason); its preemptions are counted in jobs.parquet, not dated here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from gpuplan.workload.jobtable import Float64, Int64, Labels
+
+CREATED, QUOTA_RESERVED, ADMITTED, PODS_READY = "Created", "QuotaReserved", "Admitted", "PodsReady"
+EVICTED, REQUEUED, FINISHED, REJECTED = "Evicted", "Requeued", "Finished", "Rejected"
+SUBMITTED, STARTED, ENDED = "Submitted", "Started", "Ended"
+# the Evicted condition's reasons (kueue.WorkloadEvictedBy...)
+# (PodsReadyTimeout is the Kubernetes model's EVICTED_BY_PODS_READY_TIMEOUT)
+PREEMPTED, INACTIVE_WORKLOAD = "Preempted", "InactiveWorkload"
+PREEMPTION_BY_SCHEDULER = "PreemptionByScheduler"  # a pod's DisruptionTarget condition reason
+
+
+@dataclass(frozen=True)
+class EventLog:
+    """Events in time order (ties: the order they happened in): ``job`` is the row in the run's
+    jobs; ``queue`` the ClusterQueue or partition, ``flavor`` the ResourceFlavor ("" for none)."""
+
+    job: Int64
+    time_s: Float64
+    event: Labels
+    reason: Labels
+    detail: Labels
+    queue: Labels
+    flavor: Labels
+
+    def __len__(self) -> int:
+        return len(self.job)
+
+    @classmethod
+    def concat(cls, logs: list[tuple[int, EventLog]]) -> EventLog:
+        """The logs of runs whose jobs were concatenated, each with its jobs' offset."""
+        recorder = EventRecorder()
+        for offset, log in logs:
+            columns = (log.event, log.reason, log.detail, log.queue, log.flavor)
+            for job, time_s, *words in zip(
+                (log.job + offset).tolist(), log.time_s.tolist(), *(c.values() for c in columns), strict=True
+            ):
+                recorder.add(job, time_s, *words)
+        return recorder.log()
+
+
+def _labels(values: list[str]) -> Labels:
+    index: dict[str, int] = {"": 0}
+    codes = np.fromiter((index.setdefault(v, len(index)) for v in values), np.int32, len(values))
+    return Labels(codes, tuple(index))
+
+
+@dataclass
+class EventRecorder:
+    """Collects events as a run goes; ``log()`` sorts them by time (stable)."""
+
+    rows: list[tuple[int, float, str, str, str, str, str]] = field(default_factory=list)
+
+    def add(
+        self,
+        job: int,
+        time_s: float,
+        event: str,
+        reason: str = "",
+        detail: str = "",
+        queue: str = "",
+        flavor: str = "",
+    ) -> None:
+        self.rows.append((job, time_s, event, reason, detail, queue, flavor))
+
+    def log(self) -> EventLog:
+        rows = self.rows
+        time_s = np.array([r[1] for r in rows], np.float64)
+        order = np.argsort(time_s, kind="stable")
+        rows = [rows[i] for i in order.tolist()]
+        return EventLog(
+            job=np.array([r[0] for r in rows], np.int64),
+            time_s=time_s[order],
+            event=_labels([r[2] for r in rows]),
+            reason=_labels([r[3] for r in rows]),
+            detail=_labels([r[4] for r in rows]),
+            queue=_labels([r[5] for r in rows]),
+            flavor=_labels([r[6] for r in rows]),
+        )
