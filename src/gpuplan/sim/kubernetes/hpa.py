@@ -62,8 +62,15 @@ class Hpa:
         horizon = max(spec.scale_up_window_s, spec.scale_down_window_s)
         while self.history and self.history[0][0] < now - horizon:
             self.history.popleft()
-        up = min(r for t, r in self.history if t >= now - spec.scale_up_window_s)
-        down = max(r for t, r in self.history if t >= now - spec.scale_down_window_s)
+        # the lowest recommendation of the scale-up window and the highest of the scale-down one
+        # (both hold this sync's)
+        up = down = raw
+        up_since, down_since = now - spec.scale_up_window_s, now - spec.scale_down_window_s
+        for t, r in self.history:
+            if r < up and t >= up_since:
+                up = r
+            if r > down and t >= down_since:
+                down = r
         target = current
         if current < up:
             target = min(up, max(current * (100 + SCALE_UP_PERCENT) // 100, current + SCALE_UP_PODS))

@@ -57,7 +57,7 @@ from gpuplan.sim.kubernetes.kueue import PENDING_EVALUATION, Decision, Kueue
 from gpuplan.sim.kubernetes.placement import PoolPlacement
 from gpuplan.sim.kubernetes.preemption import PodIndex, choose_victims
 from gpuplan.sim.kubernetes.scheduler import PodRequest, Scoring, select_node
-from gpuplan.sim.kubernetes.services import WARM, Deployments
+from gpuplan.sim.kubernetes.services import Deployments
 from gpuplan.sim.kubernetes.settings import KubernetesModelSettings, node_pool_specs
 from gpuplan.sim.kubernetes.setup import (
     ANY_FLAVOR,
@@ -239,6 +239,7 @@ class KubernetesRun:
         self.provisioning_slots: set[int] = set()
         self.unneeded_since: dict[int, float] = {}
         self.last_scale_up = -math.inf
+        self.hpa_generation = 0  # HPA_SYNC events of an older generation are superseded
         self.scan_queued = False  # a CA_SCAN is in the heap
         self.pods_since_scan = False  # pods created that the last scan has not seen pending
         self.pool_added = [0] * len(pools)
@@ -316,10 +317,12 @@ class KubernetesRun:
         elif kind == NODE_READY:
             self._node_ready(a)
         elif kind == HPA_SYNC:
+            if a != self.hpa_generation:
+                return  # superseded: a Deployment changed during quiet syncs (_wake_hpa)
             period = self.settings.hpa.syncPeriod
             self.deployments.sync(self.now, period, self._queue_replica, self._unbind_replica)
             if self.now + period < self.deployments.span_s:
-                self._push(self.now + period, HPA_SYNC)
+                self._push(self.deployments.quiet_until(self.now, period), HPA_SYNC, a)
         elif kind == CA_SCAN:
             self._autoscale()
 
@@ -620,12 +623,9 @@ class KubernetesRun:
         self.pods_since_scan = True
 
     def _bind_replica(self, rid: int, node: int) -> None:
-        replica = self.deployments.replicas[rid]
         pod = self.deployments.request(rid)
-        replica.node = node
-        replica.mask = self.nodes.take(node, pod.gpus, pod.milli, pod.cpu, pod.mem, False)
-        if replica.ready_at != WARM:  # warm replicas serve from the start
-            replica.ready_at = self.now + self.settings.hpa.coldStart
+        mask = self.nodes.take(node, pod.gpus, pod.milli, pod.cpu, pod.mem, False)
+        self.deployments.bind(rid, node, mask, self.now)
         self._used(node, pod.gpu_milli_total)
 
     def _unbind_replica(self, rid: int) -> None:
@@ -633,7 +633,7 @@ class KubernetesRun:
         pod = self.deployments.request(rid)
         self.nodes.give_back(replica.node, replica.mask, pod.milli, pod.cpu, pod.mem, False)
         self._used(replica.node, -pod.gpu_milli_total)
-        replica.node, replica.mask, replica.ready_at = -1, 0, math.inf
+        self.deployments.unbind(rid)
         self.freed = True
 
     # -- cluster autoscaler ------------------------------------------------------------------------
@@ -736,6 +736,7 @@ class KubernetesRun:
                 if removed_busy or not self._fit_elsewhere(node, replicas):
                     continue
                 removed_busy = True
+                self._wake_hpa()
                 for rid in replicas:  # the ReplicaSet recreates them; they cold-start elsewhere
                     self._unbind_replica(rid)
                     self._queue_replica(rid, self.deployments.priority(rid), self.now)
@@ -744,6 +745,16 @@ class KubernetesRun:
             self.pool_removed[pool] += 1
             changed = True
         return changed
+
+    def _wake_hpa(self) -> None:
+        """A Deployment's replicas change outside a sync: the quiet syncs up to now are recorded
+        and the HPA syncs again from the next one."""
+        self.deployments.catch_up(self.now)
+        if self.deployments.skipped:
+            following = self.deployments.skipped.popleft()
+            self.deployments.skipped.clear()
+            self.hpa_generation += 1
+            self._push(following, HPA_SYNC, self.hpa_generation)
 
     def _fit_elsewhere(self, node: int, replicas: list[int]) -> bool:
         self.nodes.up[node] = False

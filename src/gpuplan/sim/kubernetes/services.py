@@ -4,11 +4,19 @@ after a cold start (image pull + model load), and how well they met their demand
 SLO attainment is sampled at every HPA sync: the share of syncs at which the ready replicas' capacity
 (ready x throughput per replica) covered the demand; unmet demand = requests/s beyond capacity over
 all requests/s; mean replicas = bound replica pods; GPU-hours = GPUs of bound replicas x time.
+
+A sync changes nothing while every Deployment is *quiet*: all its replicas bound and ready, and
+every HPA recommendation in its stabilisation windows equal to its replica count. Until a
+Deployment's demand next changes, later syncs then see the same inputs and keep the same count, so
+the run does not hold them as instants of their own: ``quiet_until`` says when the next sync must
+run and keeps the ones skipped, and ``catch_up`` records each of them (its SLO sample and its HPA
+recommendation, in order, with the same arithmetic) before anything else changes a Deployment.
 """
 
 from __future__ import annotations
 
 import math
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -38,6 +46,8 @@ class _Deployment:
     request: PodRequest
     priority: int
     replicas: list[int] = field(default_factory=list)  # replica ids, oldest first
+    bound: int = 0  # replicas bound to a node
+    starting: dict[int, float] = field(default_factory=dict)  # bound, maybe not ready: id -> ready_at
     samples: int = 0
     met: int = 0
     demand_sum: float = 0.0
@@ -84,6 +94,7 @@ class Deployments:
             priority = classes[assign.get(service.name, assign.get("service", settings.priorities.default))]
             self.deployments.append(_Deployment(service, Hpa(spec), request, priority))
         self.span_s = max((len(s.demand_rps) * DEMAND_STEP_S for s in services), default=0.0)
+        self.skipped: deque[float] = deque()  # quiet syncs not yet recorded, in time order
 
     def __bool__(self) -> bool:
         return bool(self.deployments)
@@ -115,6 +126,30 @@ class Deployments:
             unbind(rid)
         del self.replicas[rid]
 
+    def bind(self, rid: int, node: int, mask: int, now: float) -> None:
+        """kube-scheduler bound the replica: it serves after its cold start (a warm one at once)."""
+        replica = self.replicas[rid]
+        deployment = self.deployments[replica.service]
+        replica.node, replica.mask = node, mask
+        deployment.bound += 1
+        if replica.ready_at != WARM:
+            replica.ready_at = now + self.settings.hpa.coldStart
+            deployment.starting[rid] = replica.ready_at
+
+    def unbind(self, rid: int) -> None:
+        replica = self.replicas[rid]
+        deployment = self.deployments[replica.service]
+        deployment.bound -= 1
+        deployment.starting.pop(rid, None)
+        replica.node, replica.mask, replica.ready_at = -1, 0, math.inf
+
+    def _ready(self, deployment: _Deployment, now: float) -> int:
+        """Bound replicas serving at ``now`` (those whose cold start is over leave ``starting``)."""
+        starting = deployment.starting
+        for rid in [rid for rid, ready_at in starting.items() if ready_at <= now]:
+            del starting[rid]
+        return deployment.bound - len(starting)
+
     def start(self, queue: Callable[[int, int, float], None]) -> None:
         """At t = 0 each Deployment already serves its first demand (within its replica bounds)."""
         for s, deployment in enumerate(self.deployments):
@@ -133,30 +168,76 @@ class Deployments:
         unbind: Callable[[int], None],
     ) -> None:
         """One HPA sync: sample the SLO, then set each Deployment's replicas."""
+        self.catch_up(now)
         for s, deployment in enumerate(self.deployments):
-            service = deployment.service
-            step = int(now // DEMAND_STEP_S)
-            if step >= len(service.demand_rps):
+            sampled = self._sample(deployment, now, period)
+            if sampled is None:
                 continue
-            demand = float(service.demand_rps[step])
-            bound = ready = 0
-            for rid in deployment.replicas:
-                replica = self.replicas[rid]
-                if replica.node >= 0:
-                    bound += 1
-                    ready += replica.ready_at <= now
-            capacity = ready * service.throughput_per_replica
-            deployment.samples += 1
-            deployment.met += capacity + 1e-9 >= demand
-            deployment.demand_sum += demand
-            deployment.unmet_sum += max(0.0, demand - capacity)
-            deployment.bound_sum += bound
-            deployment.gpu_s += bound * service.gpus_per_replica * period
+            demand, ready = sampled
             desired = deployment.hpa.desired(now, len(deployment.replicas), ready, demand)
             while len(deployment.replicas) < desired:
                 self._create(s, now, queue, warm=False)
             while len(deployment.replicas) > desired:
                 self._delete(s, now, unbind)
+
+    def _sample(self, deployment: _Deployment, now: float, period: float) -> tuple[float, int] | None:
+        """A sync's SLO sample at ``now``, counted; the demand and ready replicas it saw (None past
+        the demand's end)."""
+        service = deployment.service
+        step = int(now // DEMAND_STEP_S)
+        if step >= len(service.demand_rps):
+            return None
+        demand = float(service.demand_rps[step])
+        bound, ready = deployment.bound, self._ready(deployment, now)
+        capacity = ready * service.throughput_per_replica
+        deployment.samples += 1
+        deployment.met += capacity + 1e-9 >= demand
+        deployment.demand_sum += demand
+        deployment.unmet_sum += max(0.0, demand - capacity)
+        deployment.bound_sum += bound
+        deployment.gpu_s += bound * service.gpus_per_replica * period
+        return demand, ready
+
+    def _quiet(self, deployment: _Deployment, now: float) -> bool:
+        current = len(deployment.replicas)
+        if self._ready(deployment, now) != current:  # pending or starting replicas
+            return False
+        return all(r == current for _, r in deployment.hpa.history)
+
+    def quiet_until(self, now: float, period: float) -> float:
+        """After the sync at ``now``, the time of the next sync that must run (the syncs come every
+        ``period``): the next one unless every Deployment is quiet, else the first at which a demand
+        changes, or the last before the demands end. The syncs before it are kept to be recorded."""
+        after = now + period
+        if not all(self._quiet(d, now) for d in self.deployments):
+            return after
+        change = math.inf
+        for d in self.deployments:
+            demand = d.service.demand_rps
+            step = int(now // DEMAND_STEP_S)
+            if step >= len(demand):
+                continue
+            later = step + 1
+            while later < len(demand) and demand[later] == demand[step]:
+                later += 1
+            change = min(change, later * DEMAND_STEP_S)
+        t = after
+        while t < change and t + period < self.span_s:
+            self.skipped.append(t)
+            t += period
+        return t
+
+    def catch_up(self, until: float) -> None:
+        """Record the quiet syncs skipped up to and including ``until``: nothing changed since they
+        were skipped, so each sees what the last sync saw."""
+        while self.skipped and self.skipped[0] <= until:
+            t = self.skipped.popleft()
+            for deployment in self.deployments:
+                sampled = self._sample(deployment, t, self.settings.hpa.syncPeriod)
+                if sampled is not None:
+                    current = len(deployment.replicas)
+                    kept = deployment.hpa.desired(t, current, sampled[1], sampled[0])
+                    assert kept == current, "a quiet Deployment's HPA changed its replicas"
 
     def on_node(self, node: int) -> list[int]:
         return [rid for rid, replica in self.replicas.items() if replica.node == node]
