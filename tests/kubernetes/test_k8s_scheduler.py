@@ -1,6 +1,6 @@
-"""kube-scheduler in the Kubernetes model: NodeResourcesFit filter and LeastAllocated/MostAllocated
-scores, GPU sharing, node selectors, DefaultPreemption by priority, and the gang deadlock of plain
-Jobs (none under Kueue)."""
+"""kube-scheduler in the Kubernetes model: NodeResourcesFit filter and LeastAllocated/MostAllocated/
+RequestedToCapacityRatio scores, GPU sharing, node selectors, DefaultPreemption by priority, and the
+gang deadlock of plain Jobs (none under Kueue)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from gpuplan.sim.kubernetes.cluster import Nodes, hostlist
-from gpuplan.sim.kubernetes.scheduler import PodRequest, Scoring, select_node
+from gpuplan.sim.kubernetes.scheduler import PodRequest, Scoring, node_scores, select_node
 from gpuplan.sim.outcome import COMPLETED, REJECTED, UNFINISHED
 
 from builders import kubernetes_settings, node_pool, pods
@@ -154,3 +154,71 @@ def test_same_inputs_give_identical_runs() -> None:
     np.testing.assert_array_equal(first.end_s, second.end_s)
     assert first.node_lists().equals(second.node_lists())
     assert first.extra == second.extra
+
+
+def bin_packing_nodes() -> Nodes:
+    # The worked example of Kubernetes' "Resource Bin Packing" page (its extended resource
+    # intel.com/foo is nvidia.com/gpu here): node 1 has 4 GPUs, 8 CPUs, 1 GiB, and uses 1 GPU,
+    # 1 CPU, 256 MiB; node 2 has 8 GPUs, 8 CPUs, 1 GiB, and uses 2 GPUs, 6 CPUs, 512 MiB.
+    nodes = Nodes(
+        [
+            node_pool(1, gpus=4, name="one", cpu_milli=8_000, memory_mib=1_024),
+            node_pool(1, gpus=8, name="two", cpu_milli=8_000, memory_mib=1_024),
+        ]
+    )
+    nodes.take(0, 1, 1000, 1_000, 256, True)
+    nodes.take(1, 2, 1000, 6_000, 512, True)
+    return nodes
+
+
+# the page's request (2 GPUs, 2 CPUs, 256 MiB) and weights (GPU 5, memory 1, CPU 3)
+BIN_PACKING_POD = PodRequest(gpus=2, milli=1000, cpu=2_000, mem=256, pool=-1)
+
+
+@pytest.mark.parametrize(
+    ("shape", "scores"),
+    [
+        # the page's shape, {0, 0} to {100, 10}: node 1 scores (75x5 + 50x1 + 37x3) / 9 = 59.6 -> 60,
+        # node 2 (50x5 + 75x1 + 100x3) / 9 = 69.4 -> 69 (the page, on its older 0-10 scale: 5 and 7)
+        (((0, 0), (100, 10)), [60, 69]),
+        # the reverse line, {0, 10} to {100, 0}: node 2's CPU is full and scores 0, so it leaves the
+        # mean (only resources scoring above 0 count): (50x5 + 25x1) / 6 = 45.8 -> 46, against node
+        # 1's (25x5 + 50x1 + 63x3) / 9 = 40.4 -> 40 (63: Go's division truncates -37 towards zero)
+        (((0, 10), (100, 0)), [40, 46]),
+    ],
+    ids=["bin packing", "spreading"],
+)
+def test_requested_to_capacity_ratio_scores_the_documented_example(
+    shape: tuple[tuple[int, int], ...], scores: list[int]
+) -> None:
+    scoring = Scoring("RequestedToCapacityRatio", cpu_weight=3, memory_weight=1, gpu_weight=5, shape=shape)
+    nodes = bin_packing_nodes()
+    assert node_scores(nodes, BIN_PACKING_POD, scoring, np.array([0, 1])).tolist() == scores
+    assert select_node(nodes, BIN_PACKING_POD, scoring) == 1
+
+
+def test_requested_to_capacity_ratio_needs_an_increasing_shape() -> None:
+    from pydantic import ValidationError
+
+    ratio = {"shape": [{"utilization": 0, "score": 0}, {"utilization": 100, "score": 10}]}
+    settings = kubernetes_settings(
+        scheduler={"scoringStrategy": "RequestedToCapacityRatio", "requestedToCapacityRatio": ratio}
+    )
+    outcome = pods().job(gpus=4).job(gpus=4).simulate([node_pool(2)], settings)  # the setting reaches the run
+    assert outcome.state.tolist() == [COMPLETED, COMPLETED]
+    assert outcome.settings["scoringStrategy"] == "RequestedToCapacityRatio"
+    for scheduler, message in (
+        ({"scoringStrategy": "RequestedToCapacityRatio"}, "only with it"),
+        ({"requestedToCapacityRatio": ratio}, "only with it"),
+        (
+            {
+                "scoringStrategy": "RequestedToCapacityRatio",
+                "requestedToCapacityRatio": {
+                    "shape": [{"utilization": 50, "score": 1}, {"utilization": 50, "score": 2}]
+                },
+            },
+            "sorted in increasing order",
+        ),
+    ):
+        with pytest.raises(ValidationError, match=message):
+            kubernetes_settings(scheduler=scheduler)

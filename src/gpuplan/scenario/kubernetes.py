@@ -7,7 +7,8 @@ Kueue's API objects keep their camelCase field names (``nominalQuota``, ``borrow
 - preemption algorithms and fair sharing: https://kueue.sigs.k8s.io/docs/concepts/preemption/
 - ``waitForPodsReady``: https://kueue.sigs.k8s.io/docs/tasks/manage/setup_wait_for_pods_ready/
 - kube-scheduler ``NodeResourcesFit`` scoring: the KubeSchedulerConfiguration reference
-  (``scoringStrategy.type`` LeastAllocated | MostAllocated, ``scoringStrategy.resources``)
+  (``scoringStrategy.type`` LeastAllocated | MostAllocated | RequestedToCapacityRatio,
+  ``scoringStrategy.resources``, ``scoringStrategy.requestedToCapacityRatio.shape``)
 - HPA: https://kubernetes.io/docs/tasks/run-application/horizontal-pod-autoscale/ (algorithm, tolerance,
   ``behavior.scaleUp/scaleDown.stabilizationWindowSeconds``, ``--horizontal-pod-autoscaler-sync-period``)
 - cluster autoscaler FAQ (kubernetes/autoscaler): ``--scan-interval``, ``--scale-down-unneeded-time``,
@@ -20,6 +21,7 @@ them when it runs, naming file, line and field).
 from __future__ import annotations
 
 import difflib
+import itertools
 from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
@@ -168,15 +170,50 @@ class ScoringResource(Section):
     weight: int = Field(1, ge=1, le=100, description="1 to 100, as KubeSchedulerConfiguration allows")
 
 
+class UtilizationShapePoint(Section):
+    utilization: int = Field(ge=0, le=100, description="percent of the node's allocatable requested")
+    score: int = Field(ge=0, le=10, description="the score at that utilisation (0 to 10)")
+
+
+class RequestedToCapacityRatio(Section):
+    """``scoringStrategy.requestedToCapacityRatio``: a node's score per resource is the broken
+    line through ``shape`` at its utilisation with the pod (the Resource Bin Packing page)."""
+
+    shape: list[UtilizationShapePoint] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _increasing(self) -> RequestedToCapacityRatio:
+        points = [p.utilization for p in self.shape]
+        if any(b <= a for a, b in itertools.pairwise(points)):
+            # kube-scheduler's validation: "utilization values must be sorted in increasing order"
+            raise PydanticCustomError("shape", "utilization values must be sorted in increasing order", {})
+        return self
+
+
 class Scheduler(Section):
     """kube-scheduler's ``NodeResourcesFit`` plugin args (KubeSchedulerConfiguration)."""
 
-    scoringStrategy: Literal["LeastAllocated", "MostAllocated"] = "LeastAllocated"
+    scoringStrategy: Literal["LeastAllocated", "MostAllocated", "RequestedToCapacityRatio"] = "LeastAllocated"
     resources: list[ScoringResource] = Field(
         default_factory=lambda: [ScoringResource(name="cpu"), ScoringResource(name="memory")],
         min_length=1,
         description="scoringStrategy.resources (upstream default: cpu and memory, weight 1)",
     )
+    requestedToCapacityRatio: RequestedToCapacityRatio | None = Field(
+        None, description="the shape, for scoringStrategy RequestedToCapacityRatio (and only then)"
+    )
+
+    @model_validator(mode="after")
+    def _shape(self) -> Scheduler:
+        needs = self.scoringStrategy == "RequestedToCapacityRatio"
+        if needs != (self.requestedToCapacityRatio is not None):
+            raise PydanticCustomError(
+                "shape",
+                "requestedToCapacityRatio (its shape) is given with scoringStrategy "
+                "RequestedToCapacityRatio, and only with it",
+                {},
+            )
+        return self
 
 
 class PriorityClass(Section):

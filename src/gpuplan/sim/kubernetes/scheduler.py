@@ -1,5 +1,6 @@
 """kube-scheduler for one pod: Filter (``NodeResourcesFit``, node selector to a pool) and Score
-(``NodeResourcesFit`` with ``scoringStrategy.type`` LeastAllocated, the default, or MostAllocated).
+(``NodeResourcesFit`` with ``scoringStrategy.type`` LeastAllocated, the default, MostAllocated or
+RequestedToCapacityRatio).
 
 Both run over all nodes at once as array operations. Scores follow the plugin's integer formula per
 resource in ``scoringStrategy.resources``: LeastAllocated = (allocatable - requested) x 100 /
@@ -7,9 +8,13 @@ allocatable, MostAllocated = requested x 100 / allocatable, where requested incl
 score is the weighted mean over the resources the node has (integer division by the sum of their
 weights; a resource whose allocatable is 0, here also one whose capacity is unknown, is left out and a
 node with none scores 0: least_allocated.go leastResourceScorer, most_allocated.go
-mostResourceScorer). A node's unknown CPU or memory (cluster.UNKNOWN) is never short: the Filter
-passes it. kube-scheduler picks at random among the best-scoring nodes (``selectHost``);
-here ties go to the lowest-numbered node so that runs are reproducible.
+mostResourceScorer). RequestedToCapacityRatio (requested_to_capacity_ratio.go): each resource scores
+the broken line through ``shape`` (scores x 10) at its utilisation with the pod, requested x 100 /
+allocatable in integers (helper.BuildBrokenLinearFunction, Go's truncating division); the mean
+weighs only the resources that score above 0 and is rounded, half away from zero. A node's
+unknown CPU or memory (cluster.UNKNOWN) is never short: the Filter passes it. kube-scheduler picks
+at random among the best-scoring nodes (``selectHost``); here ties go to the lowest-numbered node so
+that runs are reproducible.
 
 GPU pools are tainted (``nvidia.com/gpu:NoSchedule`` on OKE GPU nodes) and every pod here requests GPUs
 and tolerates it, so the TaintToleration filter never removes a node; it is not modelled further.
@@ -45,36 +50,66 @@ class PodRequest:
 
 
 Int64Array = npt.NDArray[np.int64]
-# one resource's score per node from its allocatable and requested figures (nodes with a known figure)
-ResourceScorer = Callable[[Int64Array, Int64Array], Int64Array]
-
-
-def least_allocated(alloc: Int64Array, used: Int64Array) -> Int64Array:
-    """least_allocated.go leastResourceScorer: (allocatable - requested) x 100 / allocatable; 0 past
-    the allocatable."""
-    return np.where(used > alloc, 0, (alloc - used) * MAX_NODE_SCORE // alloc)
-
-
-def most_allocated(alloc: Int64Array, used: Int64Array) -> Int64Array:
-    """most_allocated.go mostResourceScorer: requested x 100 / allocatable; 100 past the allocatable."""
-    return np.minimum(used, alloc) * MAX_NODE_SCORE // alloc
-
-
-# NodeResourcesFit's scoringStrategy.type, by the names KubeSchedulerConfiguration uses
-SCORING_STRATEGIES = Registry[ResourceScorer]("scoringStrategy.type")
-SCORING_STRATEGIES.register("LeastAllocated", least_allocated)
-SCORING_STRATEGIES.register("MostAllocated", most_allocated)
+MAX_UTILIZATION = 100
+MAX_CUSTOM_PRIORITY_SCORE = 10  # a shape point's highest score (config.MaxCustomPriorityScore)
 
 
 @dataclass(frozen=True)
 class Scoring:
-    """``NodeResourcesFit`` args: ``scoringStrategy.type`` and the weight of cpu, memory and
-    nvidia.com/gpu."""
+    """``NodeResourcesFit`` args: ``scoringStrategy.type``, the weight of cpu, memory and
+    nvidia.com/gpu, and for RequestedToCapacityRatio its shape as (utilization, score) points."""
 
     strategy: str = "LeastAllocated"
     cpu_weight: int = 1
     memory_weight: int = 1
     gpu_weight: int = 0
+    shape: tuple[tuple[int, int], ...] = ()
+
+
+def least_allocated(alloc: Int64Array, used: Int64Array, scoring: Scoring) -> Int64Array:
+    """least_allocated.go leastResourceScorer: (allocatable - requested) x 100 / allocatable; 0 past
+    the allocatable."""
+    return np.where(used > alloc, 0, (alloc - used) * MAX_NODE_SCORE // alloc)
+
+
+def most_allocated(alloc: Int64Array, used: Int64Array, scoring: Scoring) -> Int64Array:
+    """most_allocated.go mostResourceScorer: requested x 100 / allocatable; 100 past the allocatable."""
+    return np.minimum(used, alloc) * MAX_NODE_SCORE // alloc
+
+
+def requested_to_capacity_ratio(alloc: Int64Array, used: Int64Array, scoring: Scoring) -> Int64Array:
+    """requested_to_capacity_ratio.go: the shape's broken line at the utilisation (100 past the
+    allocatable)."""
+    utilization = np.where(used >= alloc, MAX_UTILIZATION, np.maximum(used, 0) * MAX_UTILIZATION // alloc)
+    points = np.array([u for u, _ in scoring.shape], np.int64)
+    scores = np.array([v for _, v in scoring.shape], np.int64) * (MAX_NODE_SCORE // MAX_CUSTOM_PRIORITY_SCORE)
+    upper = np.searchsorted(points, utilization, side="left")  # the first point at or past it
+    inner = np.clip(upper, 1, len(points) - 1)
+    lower = inner - 1
+    rise = (scores[inner] - scores[lower]) * (utilization - points[lower])
+    run = np.maximum(points[inner] - points[lower], 1)
+    step = np.sign(rise) * (np.abs(rise) // run)  # Go's integer division truncates towards zero
+    inside = np.where(upper >= len(points), scores[-1], scores[lower] + step)
+    return np.where(upper == 0, scores[0], inside).astype(np.int64)
+
+
+@dataclass(frozen=True)
+class ScoringStrategy:
+    """A ``scoringStrategy.type``: each resource's score per node, and how the node's score combines
+    them: the weighted mean over the resources the node has, truncated; or, ``positive_only``, over
+    those that score above 0, rounded (requested_to_capacity_ratio.go)."""
+
+    resource_score: Callable[[Int64Array, Int64Array, Scoring], Int64Array]
+    positive_only: bool = False
+
+
+# NodeResourcesFit's scoringStrategy.type, by the names KubeSchedulerConfiguration uses
+SCORING_STRATEGIES = Registry[ScoringStrategy]("scoringStrategy.type")
+SCORING_STRATEGIES.register("LeastAllocated", ScoringStrategy(least_allocated))
+SCORING_STRATEGIES.register("MostAllocated", ScoringStrategy(most_allocated))
+SCORING_STRATEGIES.register(
+    "RequestedToCapacityRatio", ScoringStrategy(requested_to_capacity_ratio, positive_only=True)
+)
 
 
 def feasible(nodes: Nodes, pod: PodRequest, start: int = 0, stop: int | None = None) -> np.ndarray:
@@ -88,23 +123,18 @@ def feasible(nodes: Nodes, pod: PodRequest, start: int = 0, stop: int | None = N
     return ok
 
 
-def _resource_score(alloc: Int64Array, requested: Int64Array, scorer: ResourceScorer) -> Int64Array:
+def _resource_score(
+    alloc: Int64Array, requested: Int64Array, scoring: Scoring, strategy: ScoringStrategy
+) -> Int64Array:
     """One resource's score per node; 0 where the allocatable is 0 (the caller leaves those out)."""
     known = alloc > 0
     safe = np.where(known, alloc, 1)
     used = np.where(known, requested, 0)  # an unknown node's figure is never multiplied
-    return np.where(known, scorer(safe, used), 0)
+    return np.where(known, strategy.resource_score(safe, used, scoring), 0)
 
 
-def select_node(nodes: Nodes, pod: PodRequest, scoring: Scoring) -> int:
-    """The node kube-scheduler binds the pod to, or -1 when no node passes the filters. A pod with a
-    node selector only looks at its pool's nodes (a pool's nodes are numbered together)."""
-    start, stop = 0, nodes.count
-    if pod.pool >= 0:  # NodeAffinity filter: the pool's nodes only
-        start, stop = int(nodes.pool_first[pod.pool]), int(nodes.pool_first[pod.pool + 1])
-    candidates = np.flatnonzero(feasible(nodes, pod, start, stop)) + start
-    if len(candidates) <= 1:
-        return int(candidates[0]) if len(candidates) else -1
+def node_scores(nodes: Nodes, pod: PodRequest, scoring: Scoring, candidates: Int64Array) -> Int64Array:
+    """NodeResourcesFit's score of each candidate node for the pod."""
     total = np.zeros(len(candidates), np.int64)
     weights = np.zeros(len(candidates), np.int64)
     resources = []
@@ -118,9 +148,27 @@ def select_node(nodes: Nodes, pod: PodRequest, scoring: Scoring) -> int:
         alloc = nodes.gpus[candidates].astype(np.int64) * MILLI
         used = alloc - nodes.gpu_free_total[candidates] + pod.gpu_milli_total
         resources.append((scoring.gpu_weight, alloc, used))
-    scorer = SCORING_STRATEGIES.get(scoring.strategy)
+    strategy = SCORING_STRATEGIES.get(scoring.strategy)
     for weight, alloc, used in resources:
-        total += weight * _resource_score(alloc, used, scorer)
-        weights += weight * (alloc > 0)
-    score = np.where(weights > 0, total // np.maximum(weights, 1), 0)
-    return int(candidates[int(score.argmax())])
+        score = _resource_score(alloc, used, scoring, strategy)
+        total += weight * score
+        counted = (alloc > 0) & (score > 0) if strategy.positive_only else alloc > 0
+        weights += weight * counted
+    if strategy.positive_only:  # math.Round of the float64 mean: half away from zero
+        mean = total / np.maximum(weights, 1)
+        whole = np.floor(mean)
+        rounded = (whole + (mean - whole >= 0.5)).astype(np.int64)
+        return np.where(weights > 0, rounded, 0)
+    return np.where(weights > 0, total // np.maximum(weights, 1), 0)
+
+
+def select_node(nodes: Nodes, pod: PodRequest, scoring: Scoring) -> int:
+    """The node kube-scheduler binds the pod to, or -1 when no node passes the filters. A pod with a
+    node selector only looks at its pool's nodes (a pool's nodes are numbered together)."""
+    start, stop = 0, nodes.count
+    if pod.pool >= 0:  # NodeAffinity filter: the pool's nodes only
+        start, stop = int(nodes.pool_first[pod.pool]), int(nodes.pool_first[pod.pool + 1])
+    candidates = np.flatnonzero(feasible(nodes, pod, start, stop)) + start
+    if len(candidates) <= 1:
+        return int(candidates[0]) if len(candidates) else -1
+    return int(candidates[int(node_scores(nodes, pod, scoring, candidates).argmax())])

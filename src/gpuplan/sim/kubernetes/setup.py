@@ -22,11 +22,13 @@ ANY_FLAVOR = "default-flavor"  # a ResourceFlavor without nodeLabels: its worklo
 
 def scoring_of(settings: KubernetesSettings) -> Scoring:
     weights = {r.name: r.weight for r in settings.scheduler.resources}
+    ratio = settings.scheduler.requestedToCapacityRatio
     return Scoring(
         strategy=settings.scheduler.scoringStrategy,
         cpu_weight=weights.get("cpu", 0),
         memory_weight=weights.get("memory", 0),
         gpu_weight=weights.get("nvidia.com/gpu", 0),
+        shape=() if ratio is None else tuple((p.utilization, p.score) for p in ratio.shape),
     )
 
 
