@@ -90,7 +90,8 @@ def requested_to_capacity_ratio(alloc: Int64Array, used: Int64Array, scoring: Sc
     run = np.maximum(points[inner] - points[lower], 1)
     step = np.sign(rise) * (np.abs(rise) // run)  # Go's integer division truncates towards zero
     inside = np.where(upper >= len(points), scores[-1], scores[lower] + step)
-    return np.where(upper == 0, scores[0], inside).astype(np.int64)
+    result: Int64Array = np.where(upper == 0, scores[0], inside).astype(np.int64)
+    return result
 
 
 @dataclass(frozen=True)
