@@ -27,14 +27,7 @@ from gpuplan.errors import GpuplanError, InputError, Interrupted
 from gpuplan.inputs import Input, is_scenario, load_input
 from gpuplan.metrics.summary import summarize
 from gpuplan.results import manifest
-from gpuplan.results.files import (
-    RESULT_FILES,
-    events_table,
-    jobs_table,
-    timeline_table,
-    write_summary,
-    write_tables,
-)
+from gpuplan.results.files import RESULT_FILES, run_tables, write_summary, write_tables
 from gpuplan.sim.models import MODELS, run_input
 from gpuplan.workers import run_all
 
@@ -74,7 +67,7 @@ def _run_model(loaded: Input, read_s: float, name: str) -> _ModelResult:
         run = run_input(name, loaded)
         began = time.perf_counter()
         summary = summarize(run, loaded.workload.team_shares)
-        jobs, timeline, events = jobs_table(run), timeline_table(run), events_table(run)
+        jobs, timeline, events = run_tables(run)
         summary["timing_s"] = {
             "read": read_s,
             "simulate": run.simulate_s,

@@ -13,14 +13,7 @@ from gpuplan import __version__
 from gpuplan.inputs import Input, InputOptions, load_input
 from gpuplan.metrics.summary import summarize, work_by_workload
 from gpuplan.results import manifest
-from gpuplan.results.files import (
-    RESULT_FILES,
-    events_table,
-    jobs_table,
-    timeline_table,
-    write_summary,
-    write_tables,
-)
+from gpuplan.results.files import RESULT_FILES, run_tables, write_summary, write_tables
 from gpuplan.sim.models import MODELS, run_input
 from gpuplan.sim.outcome import REJECTED, ModelRun
 
@@ -100,7 +93,8 @@ def simulate(request: SimulateRequest) -> SimulateResult:
     began = time.perf_counter()
     model_summary = summarize(run, workload.team_shares)
     manifest.start(request.out, keep=RESULT_FILES)
-    files = write_tables(request.out, [jobs_table(run)], [timeline_table(run)], [events_table(run)])
+    jobs, timeline, events = run_tables(run)
+    files = write_tables(request.out, [jobs], [timeline], [events])
     model_summary["timing_s"] = {
         "read": read_s,
         "simulate": run.simulate_s,

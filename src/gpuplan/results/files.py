@@ -24,9 +24,9 @@ from gpuplan.errors import InputError
 from gpuplan.sim.outcome import JOB_STATES, ModelRun
 from gpuplan.workload.jobtable import Labels
 
-# the files every simulating command writes, and the ones the report reads
-RESULT_FILES = ("summary.json", "jobs.parquet", "timeline.parquet", "events.parquet")
-REPORT_INPUTS = RESULT_FILES[:3]
+# the files the report reads, and the files every simulating command writes
+REPORT_INPUTS = ("summary.json", "jobs.parquet", "timeline.parquet")
+RESULT_FILES = (*REPORT_INPUTS, "events.parquet")
 
 
 def _constant(value: str, rows: int) -> pa.DictionaryArray:
@@ -136,6 +136,11 @@ def timeline_table(run: ModelRun) -> pa.Table:
             )
         )
     return pa.concat_tables(tables)
+
+
+def run_tables(run: ModelRun) -> tuple[pa.Table, pa.Table, pa.Table]:
+    """A run's rows of jobs.parquet, timeline.parquet and events.parquet (``write_tables``)."""
+    return jobs_table(run), timeline_table(run), events_table(run)
 
 
 def prepare_out(out: Path) -> None:

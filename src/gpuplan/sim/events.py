@@ -10,7 +10,7 @@ as ``detail`` (``InClusterQueue``, ``InCohortReclamation``, ``InCohortReclaimWhi
 DisruptionTarget reason); ``Requeued``; ``Finished``; ``Rejected`` with the reason it can never run.
 
 A model that keeps no log of its own (Slurm's, whose C core returns each job's outcome) gets the one
-its outcome implies (``implied_log``): ``Submitted``, ``Started``, ``Ended`` (with the job's state)
+its outcome implies (``ModelRun.event_log``): ``Submitted``, ``Started``, ``Ended`` (with the job's state)
 or ``Rejected`` (with its reason); its preemptions are counted in jobs.parquet, not dated here.
 """
 
@@ -49,15 +49,24 @@ class EventLog:
 
     @classmethod
     def concat(cls, logs: list[tuple[int, EventLog]]) -> EventLog:
-        """The logs of runs whose jobs were concatenated, each with its jobs' offset."""
-        recorder = EventRecorder()
-        for offset, log in logs:
-            columns = (log.event, log.reason, log.detail, log.queue, log.flavor)
-            for job, time_s, *words in zip(
-                (log.job + offset).tolist(), log.time_s.tolist(), *(c.values() for c in columns), strict=True
-            ):
-                recorder.add(job, time_s, *words)
-        return recorder.log()
+        """The logs of runs whose jobs were concatenated, each with its jobs' offset, in time order
+        (ties: in the order of ``logs``)."""
+        time_s = np.concatenate([log.time_s for _, log in logs]) if logs else np.zeros(0)
+        order = np.argsort(time_s, kind="stable")
+
+        def merged(column: str) -> Labels:
+            return Labels.concat([getattr(log, column) for _, log in logs]).take(order)
+
+        jobs = [log.job + offset for offset, log in logs]
+        return cls(
+            job=(np.concatenate(jobs) if jobs else np.zeros(0, np.int64))[order],
+            time_s=time_s[order],
+            event=merged("event"),
+            reason=merged("reason"),
+            detail=merged("detail"),
+            queue=merged("queue"),
+            flavor=merged("flavor"),
+        )
 
 
 def _labels(values: list[str]) -> Labels:

@@ -104,6 +104,18 @@ class Labels:
 
         return pa.DictionaryArray.from_arrays(pa.array(self.codes), pa.array(self.labels, pa.string()))
 
+    @classmethod
+    def concat(cls, parts: Sequence[Labels]) -> Labels:
+        """Rows of all ``parts`` in order, with one shared dictionary (in order of first appearance)."""
+        index: dict[str, int] = {}
+        codes = [
+            np.array([index.setdefault(label, len(index)) for label in part.labels], np.int32)[part.codes]
+            if len(part.labels)
+            else part.codes
+            for part in parts
+        ]
+        return cls(np.concatenate(codes).astype(np.int32) if codes else np.zeros(0, np.int32), tuple(index))
+
 
 @dataclass(frozen=True)
 class JobTable:
@@ -178,16 +190,7 @@ class JobTable:
             parts = [t.column(f.name) for t in tables]
             label_parts = [part for part in parts if isinstance(part, Labels)]
             if label_parts:
-                index: dict[str, int] = {}
-                codes = [
-                    np.array([index.setdefault(label, len(index)) for label in part.labels], np.int32)[
-                        part.codes
-                    ]
-                    if len(part.labels)
-                    else part.codes
-                    for part in label_parts
-                ]
-                columns[f.name] = Labels(np.concatenate(codes).astype(np.int32), tuple(index))
+                columns[f.name] = Labels.concat(label_parts)
             else:
                 columns[f.name] = np.concatenate([part for part in parts if not isinstance(part, Labels)])
         return cls(**columns)

@@ -306,14 +306,9 @@ def run_hybrid(workload: Workload, pools: list[Pool], settings: HybridModelSetti
 
 
 def _concat_labels(parts: list[Labels]) -> Labels:
-    index: dict[str, int] = {}
-    codes = [
-        np.array([index.setdefault(label, len(index)) for label in part.labels] or [0], np.int32)[part.codes]
-        for part in parts
-    ]
-    return Labels(
-        np.concatenate(codes).astype(np.int32) if codes else np.zeros(0, np.int32), tuple(index) or ("",)
-    )
+    """Labels.concat, with "" as the one label when the parts have none (no jobs)."""
+    merged = Labels.concat(parts)
+    return merged if merged.labels else Labels(merged.codes, ("",))
 
 
 def merge_runs(model: str, parts: list[tuple[str, ModelRun]], settings: dict[str, Any]) -> ModelRun:
