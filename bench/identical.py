@@ -40,7 +40,10 @@ LIMITED = {"LCG-2005-1.swf.gz": ("slurm",), "CEA-Curie-2011-sample10k.swf.gz": (
 
 def cases(with_shared: bool) -> Iterator[tuple[str, list[str]]]:
     """(case name, simulate arguments): each input with each model, Slurm's three backfill modes."""
-    inputs = sorted(p for p in EXAMPLES.iterdir() if p.name != "README.md")
+    # a workload list is read by the scenario naming it, not simulated alone
+    inputs = sorted(
+        p for p in EXAMPLES.iterdir() if p.name != "README.md" and not p.name.endswith(".manifests.yml")
+    )
     if with_shared:
         inputs += sorted(
             p
@@ -57,9 +60,11 @@ def cases(with_shared: bool) -> Iterator[tuple[str, list[str]]]:
                 yield name, [str(path), "--model", model, *extra]
 
 
-def table_digest(path: Path) -> str:
-    """The table's schema (without metadata) and its columns' values, as an Arrow IPC stream."""
+def table_digest(path: Path, drop: tuple[str, ...] = ()) -> str:
+    """The table's schema (without metadata) and its columns' values, as an Arrow IPC stream; the
+    ``drop`` columns left out (a change that adds a column compares the rest)."""
     table = pq.read_table(path)
+    table = table.drop_columns([name for name in drop if name in table.column_names])
     table = table.replace_schema_metadata(None)
     sink = pa.BufferOutputStream()
     with pa.ipc.new_stream(sink, table.schema) as writer:
@@ -75,7 +80,7 @@ def without_timings(value: Any) -> Any:
     return value
 
 
-def run_case(arguments: list[str]) -> dict[str, str]:
+def run_case(arguments: list[str], drop: tuple[str, ...] = ()) -> dict[str, str]:
     with tempfile.TemporaryDirectory() as out:
         done = subprocess.run(
             [sys.executable, "-m", "gpuplan", "simulate", *arguments, "--out", out, "--quiet"],
@@ -87,8 +92,8 @@ def run_case(arguments: list[str]) -> dict[str, str]:
             return {"exit": str(done.returncode), "stderr": done.stderr.strip()[-400:]}
         summary = json.loads((Path(out) / "summary.json").read_text())
         return {
-            "jobs": table_digest(Path(out) / "jobs.parquet"),
-            "timeline": table_digest(Path(out) / "timeline.parquet"),
+            "jobs": table_digest(Path(out) / "jobs.parquet", drop),
+            "timeline": table_digest(Path(out) / "timeline.parquet", drop),
             # the checkout's own path (an example's input path) does not count: builds in two
             # worktrees compare equal
             "summary": hashlib.sha256(
@@ -105,12 +110,20 @@ def main() -> None:
     parser.add_argument("--no-shared", action="store_true", help="the bundled examples only")
     parser.add_argument("--only", default="", help="cases whose name contains this text")
     parser.add_argument("--processes", type=int, default=os.cpu_count() or 1)
+    parser.add_argument(
+        "--drop-column", action="append", default=[], help="leave this column out of the digests (repeat)"
+    )
     args = parser.parse_args()
+    drop = tuple(args.drop_column)
 
     with_shared = not args.no_shared and SHARED.is_dir()
     todo = [(name, arguments) for name, arguments in cases(with_shared) if args.only in name]
     with ThreadPoolExecutor(args.processes) as pool:
-        digests = dict(zip([n for n, _ in todo], pool.map(run_case, [a for _, a in todo]), strict=True))
+        digests = dict(
+            zip(
+                [n for n, _ in todo], pool.map(lambda a: run_case(a, drop), [a for _, a in todo]), strict=True
+            )
+        )
 
     if args.write:
         args.write.write_text(json.dumps(digests, indent=1, sort_keys=True) + "\n")

@@ -43,7 +43,13 @@ class Input:
 def input_files(loaded: Input) -> list[Path]:
     """Every file the input was read from: the scenario and the traces and demand curves it names, or
     the trace and its node list."""
-    from gpuplan.scenario.model import BatchWorkload, Empirical, ServiceWorkload, TraceWorkload
+    from gpuplan.scenario.model import (
+        BatchWorkload,
+        Empirical,
+        JobListWorkload,
+        ServiceWorkload,
+        TraceWorkload,
+    )
 
     if loaded.scenario is None:
         assert loaded.trace is not None
@@ -54,6 +60,8 @@ def input_files(loaded: Input) -> list[Path]:
     for workload in scenario.scenario.workloads:
         if isinstance(workload, TraceWorkload):
             files.append(scenario.resolve(workload.trace.path))
+        elif isinstance(workload, JobListWorkload):
+            files.append(scenario.resolve(workload.jobs))
         elif isinstance(workload, BatchWorkload) and isinstance(workload.duration, Empirical):
             files.append(scenario.resolve(workload.duration.trace))
         elif isinstance(workload, ServiceWorkload) and workload.demand.csv is not None:

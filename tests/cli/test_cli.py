@@ -42,6 +42,7 @@ def test_json_prints_the_model_summary(tmp_path: Path, backfill: str) -> None:
     assert jobs.column_names == [
         "model",
         "job_id",
+        "name",
         "team",
         "submit_s",
         "start_s",

@@ -10,6 +10,7 @@ import signal
 import typer
 
 from gpuplan.cli.compare import compare
+from gpuplan.cli.events import events
 from gpuplan.cli.init import init
 from gpuplan.cli.inspect import inspect
 from gpuplan.cli.recommend import recommend
@@ -31,6 +32,7 @@ app.command(no_args_is_help=True)(inspect)
 app.command(no_args_is_help=True)(validate)
 app.command()(schema)
 app.command(no_args_is_help=True)(report)
+app.command(no_args_is_help=True)(events)
 app.command()(init)
 
 

@@ -41,6 +41,7 @@ from gpuplan.report.words import (
 from gpuplan.scenario.load import LoadedScenario
 from gpuplan.scenario.model import (
     BatchWorkload,
+    JobListWorkload,
     ServiceWorkload,
     TraceWorkload,
 )
@@ -1103,6 +1104,15 @@ def workload_tables(loaded: LoadedScenario) -> list[Table]:
                     for w in traces
                 ],
                 "Replayed traces",
+            )
+        )
+    listed = [w for w in workloads if isinstance(w, JobListWorkload)]
+    if listed:
+        tables.append(
+            Table(
+                ["workload", "kind", "jobs", "teams"],
+                [[w.name, w.kind, str(w.jobs), "each job's namespace"] for w in listed],
+                "Listed jobs (Kubernetes manifests or CSV: queue, priority, pods and times as written)",
             )
         )
     return tables

@@ -22,7 +22,7 @@ import pyarrow.parquet as pq
 
 from gpuplan.errors import InputError
 from gpuplan.sim.outcome import JOB_STATES, ModelRun
-from gpuplan.workload.jobtable import Labels
+from gpuplan.workload.jobtable import JobTable, Labels
 
 # the files the report reads, and the files every simulating command writes
 REPORT_INPUTS = ("summary.json", "jobs.parquet", "timeline.parquet")
@@ -34,7 +34,8 @@ def _constant(value: str, rows: int) -> pa.DictionaryArray:
 
 
 def jobs_table(run: ModelRun) -> pa.Table:
-    """One row per job: model, job_id, team, submit_s, start_s, end_s, state, nodes, gpus, cpus and
+    """One row per job: model, job_id, name ("namespace/name" of a workload list's job, else null),
+    team, submit_s, start_s, end_s, state, nodes, gpus, cpus and
     mem_mb (held over all its nodes; null where the model does not count them), pool, node_list,
     then preemptions, lost_gpu_s (work lost to preemption) and reason (why it was refused, or the
     last limit that held it pending; null for none)."""
@@ -50,6 +51,7 @@ def jobs_table(run: ModelRun) -> pa.Table:
         {
             "model": _constant(run.model, len(jobs)),
             "job_id": jobs.job_id,
+            "name": _text(_job_names(jobs)),
             "team": jobs.team.to_arrow(),
             "submit_s": jobs.submit_s,
             "start_s": pa.array(run.start_s, mask=never_started),
@@ -77,6 +79,13 @@ def _reasons(run: ModelRun) -> pa.Array:
     return pa.DictionaryArray.from_arrays(codes, pa.array(run.reason.labels, pa.string()))
 
 
+def _job_names(jobs: JobTable) -> Labels:
+    """Each job's "namespace/name" in a workload list, "" for the others."""
+    names = jobs.column("name")
+    assert isinstance(names, Labels)
+    return names
+
+
 def _text(labels: Labels) -> pa.DictionaryArray:
     """A Labels column with "" as null."""
     empty = np.array([label == "" for label in labels.labels])[labels.codes]
@@ -86,7 +95,7 @@ def _text(labels: Labels) -> pa.DictionaryArray:
 
 
 def events_table(run: ModelRun) -> pa.Table:
-    """One row per event of a job (sim/events.py), in time order: model, job_id, team, time_s,
+    """One row per event of a job (sim/events.py), in time order: model, job_id, name, team, time_s,
     event, reason, detail, queue (ClusterQueue or partition) and flavor (ResourceFlavor); null where
     an event has none."""
     log = run.event_log()
@@ -94,6 +103,7 @@ def events_table(run: ModelRun) -> pa.Table:
         {
             "model": _constant(run.model, len(log)),
             "job_id": run.jobs.job_id[log.job],
+            "name": _text(_job_names(run.jobs).take(log.job)),
             "team": run.jobs.team.take(log.job).to_arrow(),
             "time_s": log.time_s,
             "event": log.event.to_arrow(),

@@ -151,6 +151,25 @@ class WaitForPodsReady(Section):
     requeuingStrategy: RequeuingStrategy = RequeuingStrategy()
 
 
+class LocalQueue(Section):
+    """A LocalQueue: jobs of ``namespace`` labelled ``kueue.x-k8s.io/queue-name: <name>`` go to
+    ``clusterQueue``. (A ClusterQueue's ``teams`` stand for a LocalQueue named ``default`` in each of
+    those namespaces, which jobs without the label go to: Kueue's default LocalQueue.)"""
+
+    name: str
+    namespace: str
+    clusterQueue: str
+
+
+class WorkloadPriorityClass(Section):
+    """Kueue's WorkloadPriorityClass: the priority of workloads labelled
+    ``kueue.x-k8s.io/priority-class: <name>``, for queueing and preemption; it wins over the pods'
+    PriorityClass (pkg/util/priority/priority.go)."""
+
+    name: str
+    value: int = Field(ge=-INT32_MAX - 1, le=INT32_MAX, description="int32")
+
+
 class Kueue(Section):
     """Kueue admission. ``enable: false`` runs plain Jobs: pods go to kube-scheduler one by one."""
 
@@ -161,8 +180,30 @@ class Kueue(Section):
         "(per pool when jobs name pools, else in default-flavor)",
     )
     cohorts: list[Cohort] = Field(default_factory=list)
+    localQueues: list[LocalQueue] = Field(
+        default_factory=list, description="LocalQueues that jobs of a workload list name (queue-name)"
+    )
+    workloadPriorityClasses: list[WorkloadPriorityClass] = Field(default_factory=list)
     fairSharing: FairSharing = FairSharing()
     waitForPodsReady: WaitForPodsReady = WaitForPodsReady()
+
+    def cluster_queue_names(self) -> list[str]:
+        """The ClusterQueues, in order: the scenario's, or the one ``default`` for all."""
+        return [q.name for q in self.clusterQueues] or ["default"]
+
+    def cluster_queue_of(self, namespace: str, local_queue: str) -> str | None:
+        """The ClusterQueue the LocalQueue ``local_queue`` of ``namespace`` points at, or None when
+        there is no such LocalQueue. ``default`` is also the LocalQueue a ClusterQueue's ``teams``
+        give each of those namespaces, else the first ClusterQueue without teams (everyone else's)."""
+        for queue in self.localQueues:
+            if queue.namespace == namespace and queue.name == local_queue:
+                return queue.clusterQueue
+        if local_queue != "default":
+            return None
+        if not self.clusterQueues:
+            return "default"
+        listing = next((q.name for q in self.clusterQueues if namespace in q.teams), None)
+        return listing or next((q.name for q in self.clusterQueues if not q.teams), None)
 
 
 class ScoringResource(Section):
@@ -315,6 +356,12 @@ class KubernetesSettings(Section):
         cohorts = [c.name for c in self.kueue.cohorts]
         if len(set(queues)) < len(queues):
             raise PydanticCustomError("names", "two clusterQueues share a name", {})
+        local = [(q.namespace, q.name) for q in self.kueue.localQueues]
+        if len(set(local)) < len(local):
+            raise PydanticCustomError("names", "two localQueues share a namespace and name", {})
+        workload_classes = [c.name for c in self.kueue.workloadPriorityClasses]
+        if len(set(workload_classes)) < len(workload_classes):
+            raise PydanticCustomError("names", "two workloadPriorityClasses share a name", {})
         for cohort in self.kueue.cohorts:
             if cohort.parent is not None and cohort.parent not in cohorts:
                 raise PydanticCustomError(
@@ -356,8 +403,13 @@ def kubernetes_problems(
     for c, cohort in enumerate(kueue.cohorts):
         for f, flavor in enumerate(cohort.flavors):
             known((*at, "kueue", "cohorts", c, "flavors", f, "name"), flavor.name, flavors, "flavor")
+    for q, local in enumerate(kueue.localQueues):
+        where = (*at, "kueue", "localQueues", q)
+        known((*where, "clusterQueue"), local.clusterQueue, kueue.cluster_queue_names(), "ClusterQueue")
+        known((*where, "namespace"), local.namespace, teams, "team (namespace)")
     if kueue.enable and kueue.clusterQueues:
         listed = {team for queue in kueue.clusterQueues for team in queue.teams}
+        listed |= {local.namespace for local in kueue.localQueues}
         catch_all = any(not queue.teams for queue in kueue.clusterQueues)
         for team in teams:
             if team not in listed and not catch_all:

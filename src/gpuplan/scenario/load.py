@@ -19,6 +19,7 @@ from gpuplan.scenario.model import (
     Arrival,
     BatchWorkload,
     Empirical,
+    JobListWorkload,
     PoolSpec,
     Scenario,
     ServiceWorkload,
@@ -348,6 +349,10 @@ def _check_references(
 
     for index, workload in enumerate(scenario.workloads):
         at: Loc = ("workloads", index)
+        if isinstance(workload, JobListWorkload):  # read when simulated: its errors name its lines
+            if not _resolve(located, workload.jobs).is_file():
+                problem((*at, "jobs"), f"no such file: {_resolve(located, workload.jobs)}")
+            continue
         if not isinstance(workload, TraceWorkload):
             known((*at, "team"), workload.team, team_names, "team")
         if workload.pool is not None and not known((*at, "pool"), workload.pool, pool_names, "pool"):

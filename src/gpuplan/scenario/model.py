@@ -391,10 +391,23 @@ class TraceWorkload(Section):
     trace: TraceSpec
 
 
+class JobListWorkload(Section):
+    """Jobs listed as Kueue users write them: Kubernetes manifests (batch Job, JobSet, PyTorchJob,
+    MPIJob) with ``kueue.x-k8s.io/queue-name`` and ``kueue.x-k8s.io/priority-class`` labels, or a
+    CSV of the same fields (see "Workload lists" in the Kubernetes guide). Each job's team is its
+    namespace."""
+
+    name: str
+    kind: Literal["batch", "interactive", "pipeline"] = "batch"
+    jobs: Path = Field(description="a YAML file of manifests, or a .csv; relative to the scenario file")
+
+
 def _workload_kind(data: Any) -> str:
     # called with the file's mapping when validating and with the model when serialising
     if isinstance(data, TraceWorkload) or (isinstance(data, dict) and "trace" in data):
         return "trace"
+    if isinstance(data, JobListWorkload) or (isinstance(data, dict) and "jobs" in data):
+        return "jobs"
     if isinstance(data, ServiceWorkload) or (isinstance(data, dict) and data.get("kind") == "service"):
         return "service"
     return "batch"
@@ -403,7 +416,8 @@ def _workload_kind(data: Any) -> str:
 Workload = Annotated[
     Annotated[BatchWorkload, Tag("batch")]
     | Annotated[ServiceWorkload, Tag("service")]
-    | Annotated[TraceWorkload, Tag("trace")],
+    | Annotated[TraceWorkload, Tag("trace")]
+    | Annotated[JobListWorkload, Tag("jobs")],
     Discriminator(_workload_kind),
 ]
 

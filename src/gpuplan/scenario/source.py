@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -96,6 +97,8 @@ class _BoundedParser(RoundTripParser):
     """ruamel's round-trip parser, checking each event as it is produced (before the composer sees
     it): nesting depth, the expanded size of aliases, anchors and tags."""
 
+    max_values = MAX_VALUES
+
     def reset_parser(self) -> None:
         super().reset_parser()
         self._depth = 0
@@ -128,6 +131,9 @@ class _BoundedParser(RoundTripParser):
         if isinstance(event, DocumentStartEvent) and event.version not in (None, (1, 2)):
             version = ".".join(map(str, event.version))
             raise _Refused(line, f"YAML {version} is not read: remove the %YAML directive (YAML 1.2 is)")
+        if isinstance(event, DocumentStartEvent):  # anchors belong to one document of a `---` stream
+            self._anchor_lines.clear()
+            self._anchor_values.clear()
         if isinstance(event, AliasEvent):
             anchor = str(event.anchor)
             if anchor not in self._anchor_values:
@@ -175,8 +181,8 @@ class _BoundedParser(RoundTripParser):
 
     def _count(self, values: int, line: int, why: str) -> None:
         self._values += values
-        if self._values > MAX_VALUES:
-            raise _Refused(line, f"more than {MAX_VALUES:,} values once aliases are expanded{why}")
+        if self._values > self.max_values:
+            raise _Refused(line, f"more than {self.max_values:,} values once aliases are expanded{why}")
 
 
 class _Constructor(RoundTripConstructor):
@@ -199,30 +205,26 @@ class _Constructor(RoundTripConstructor):
         return True
 
 
-def _reader() -> YAML:
+def _reader(max_values: int = MAX_VALUES) -> YAML:
     yaml = YAML(typ="rt", pure=True)
-    yaml.Parser = _BoundedParser
+    yaml.Parser = type("_Parser", (_BoundedParser,), {"max_values": max_values})
     yaml.Constructor = _Constructor
     yaml.allow_duplicate_keys = False
     return yaml
 
 
-def read_text(path: Path) -> str:
-    """The text of a user YAML file, at most ``MAX_BYTES`` (the file is not read beyond)."""
+def read_text(path: Path, max_bytes: int = MAX_BYTES, usual: str = "a scenario is a few kilobytes") -> str:
+    """The text of a user YAML file, at most ``max_bytes`` (the file is not read beyond)."""
     try:
         with path.open("rb") as file:
-            raw = file.read(MAX_BYTES + 1)
+            raw = file.read(max_bytes + 1)
     except FileNotFoundError:
         raise InputError("no such file", path=path) from None
     except OSError as exc:
         raise InputError(f"cannot read: {exc.strerror or exc}", path=path) from None
-    if len(raw) > MAX_BYTES:
-        line = raw[:MAX_BYTES].count(b"\n") + 1
-        raise InputError(
-            f"the file is larger than {MAX_BYTES:,} bytes (a scenario is a few kilobytes)",
-            path=path,
-            line=line,
-        )
+    if len(raw) > max_bytes:
+        line = raw[:max_bytes].count(b"\n") + 1
+        raise InputError(f"the file is larger than {max_bytes:,} bytes ({usual})", path=path, line=line)
     return decode_utf8(raw, path)
 
 
@@ -230,8 +232,31 @@ def load_yaml(path: Path) -> Located:
     """Parse one YAML document, keeping line numbers. Syntax errors and broken bounds become
     InputError with the file and line."""
     text = read_text(path)
+    data = _parsed(path, text, lambda: _reader().load(text))
+    lines: dict[Loc, int] = {}
+    plain = {} if data is None else _plain(data, (), 1, lines, path)
+    return Located(data=plain, lines=lines, path=path)
+
+
+def load_yaml_documents(path: Path, *, max_bytes: int, max_values: int, usual: str) -> list[Located]:
+    """Every document of a ``---``-separated YAML file (Kubernetes manifests), each with its lines,
+    under the same rules as ``load_yaml`` but the size bounds given; empty documents are left out."""
+    text = read_text(path, max_bytes, usual)
+    documents = _parsed(path, text, lambda: list(_reader(max_values).load_all(text)))
+    result = []
+    for data in documents:
+        if data is None:
+            continue
+        lines: dict[Loc, int] = {}
+        start = int(getattr(getattr(data, "lc", None), "line", 0) or 0) + 1  # the document's first line
+        result.append(Located(data=_plain(data, (), start, lines, path), lines=lines, path=path))
+    return result
+
+
+def _parsed(path: Path, text: str, parse: Callable[[], Any]) -> Any:
+    """``parse()``, its errors as InputError naming the file and line."""
     try:
-        data = _reader().load(text)
+        return parse()
     except _Refused as exc:
         raise InputError(exc.message, path=path, line=exc.line) from None
     except MarkedYAMLError as exc:
@@ -243,9 +268,6 @@ def load_yaml(path: Path) -> Located:
         raise InputError(f"YAML: {exc.reason} (character {exc.character!r})", path=path, line=line) from None
     except YAMLError as exc:
         raise InputError(f"YAML: {exc}", path=path) from None
-    lines: dict[Loc, int] = {}
-    plain = {} if data is None else _plain(data, (), 1, lines, path)
-    return Located(data=plain, lines=lines, path=path)
 
 
 def _key_line(mapping: CommentedMap, key: Any) -> int:

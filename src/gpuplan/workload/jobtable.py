@@ -117,6 +117,10 @@ class Labels:
         return cls(np.concatenate(codes).astype(np.int32) if codes else np.zeros(0, np.int32), tuple(index))
 
 
+# Optional text columns, "" for every job when absent.
+TEXT_COLUMNS = ("workload", "name", "local_queue", "workload_priority_class", "priority_class")
+
+
 @dataclass(frozen=True)
 class JobTable:
     """Jobs as columns. ``time_limit_s`` and ``mem_per_node`` are NaN where unknown;
@@ -145,13 +149,19 @@ class JobTable:
     cpus_per_task: Int32 | None = None  # sbatch --cpus-per-task (0: none asked)
     # when sbatch ran, its SubmitTime (a submitted_early job's is before submit_s; NaN: submit_s)
     submitted_s: Float64 | None = None
+    # A job of an explicit Kubernetes workload list (workload.kueue_jobs): its "namespace/name", the
+    # LocalQueue it names, its WorkloadPriorityClass and its pods' PriorityClass ("" where none)
+    name: Labels | None = None
+    local_queue: Labels | None = None
+    workload_priority_class: Labels | None = None
+    priority_class: Labels | None = None
 
     def column(self, name: str) -> Labels | npt.NDArray[Any]:
         """A column, with optional columns filled with their defaults ("", NaN, False) when absent."""
         value = getattr(self, name)
         if value is not None:
             return value  # type: ignore[no-any-return]
-        if name == "workload":
+        if name in TEXT_COLUMNS:
             return Labels.constant("", len(self))
         if name == "submitted_early":
             return np.zeros(len(self), dtype=bool)

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from gpuplan.errors import InputError
 from gpuplan.workload.csvcolumns import Column, check_gpus_per_node, gpu_trace, job_ids, read_csv_columns
@@ -69,6 +70,11 @@ class PodRequests:
     gpu_milli: Int32 | None = None
     cpu_milli: Int64 | None = None
     memory_mib: Int64 | None = None
+
+    def take(self, rows: npt.NDArray[Any]) -> PodRequests:
+        """The requests of the jobs at ``rows``, as JobTable.take takes them."""
+        columns = (self.gpu_milli, self.cpu_milli, self.memory_mib)
+        return PodRequests(*(None if column is None else column[rows] for column in columns))
 
 
 @dataclass(frozen=True)

@@ -33,6 +33,7 @@ from gpuplan.scenario.model import (
     BatchWorkload,
     Demand,
     Empirical,
+    JobListWorkload,
     LogNormal,
     ServiceWorkload,
     TimeLimit,
@@ -41,6 +42,14 @@ from gpuplan.scenario.model import (
 from gpuplan.workload.demand import read_demand_csv
 from gpuplan.workload.jobtable import Float64, JobTable, Labels
 from gpuplan.workload.k8s_pods import PodRequests
+from gpuplan.workload.kueue_jobs import (
+    QUEUE_LABEL,
+    WORKLOAD_PRIORITY_LABEL,
+    ListedJob,
+    listed_table,
+    pool_selectors,
+    read_job_list,
+)
 from gpuplan.workload.readers import read_trace
 from gpuplan.workload.services import DEMAND_STEP_S, Service
 from gpuplan.workload.trace import Trace
@@ -246,6 +255,60 @@ def _trace_jobs(loaded: LoadedScenario, workload: TraceWorkload) -> JobTable:
     )
 
 
+def _listed_jobs(loaded: LoadedScenario, workload: JobListWorkload) -> tuple[JobTable, PodRequests]:
+    """The jobs of a workload list, each checked against the scenario: its namespace is a team, and
+    the LocalQueue and priority classes it names exist (InputError at its line of the list)."""
+    path = loaded.resolve(workload.jobs)
+    listed = read_job_list(path, pool_selectors([(pool.name, pool.shape) for pool in loaded.pools]))
+    scenario = loaded.scenario
+    teams = [team.name for team in scenario.teams]
+    kubernetes = scenario.models.kubernetes
+    kueue = kubernetes.kueue
+    workload_classes = [c.name for c in kueue.workloadPriorityClasses]
+    classes = [c.name for c in kubernetes.priorities.classes]
+
+    def refuse(job: ListedJob, field: str, message: str) -> InputError:
+        return InputError(f"{job.namespace}/{job.name}: {message}", path=path, line=job.line, field=field)
+
+    start = scenario.start if scenario.start.tzinfo else scenario.start.replace(tzinfo=UTC)
+    for job in listed:
+        if job.created_at is not None and job.created_at < start:
+            raise refuse(
+                job,
+                "metadata.creationTimestamp",
+                f"created at {job.created_at.isoformat()}, before the scenario's start ({start.isoformat()})",
+            )
+        if job.namespace not in teams:
+            raise refuse(
+                job,
+                "metadata.namespace",
+                f"namespace {job.namespace!r} is not a team of the scenario (teams: {', '.join(teams)})",
+            )
+        queue = job.queue_name or "default"
+        if kueue.enable and kueue.cluster_queue_of(job.namespace, queue) is None:
+            raise refuse(
+                job,
+                f"metadata.labels.{QUEUE_LABEL}",
+                f"no LocalQueue {queue!r} in namespace {job.namespace!r} "
+                "(models.kubernetes.kueue.localQueues, or a ClusterQueue's teams for 'default')",
+            )
+        if job.workload_priority_class and job.workload_priority_class not in workload_classes:
+            raise refuse(
+                job,
+                f"metadata.labels.{WORKLOAD_PRIORITY_LABEL}",
+                f"no WorkloadPriorityClass {job.workload_priority_class!r} "
+                f"(models.kubernetes.kueue.workloadPriorityClasses: {', '.join(workload_classes) or 'none'})",
+            )
+        if job.priority_class and job.priority_class not in classes:
+            raise refuse(
+                job,
+                "spec.template.spec.priorityClassName",
+                f"no PriorityClass {job.priority_class!r} (models.kubernetes.priorities.classes: "
+                f"{', '.join(classes)})",
+            )
+    return listed_table(listed, scenario.start, workload.kind, workload.name)
+
+
 def demand_curve(
     rng: np.random.Generator, demand: Demand, horizon_s: float, week_phase_s: float, resolve: Any
 ) -> Float64:
@@ -291,19 +354,30 @@ def synthesize(loaded: LoadedScenario) -> Workload:
     scenario = loaded.scenario
     durations = _Durations(loaded)
     tables: list[JobTable] = []
+    requests: list[PodRequests | None] = []  # per table: its pods' own requests (listed jobs)
     services: list[Service] = []
     for workload in scenario.workloads:
         rng = _rng(scenario.seed, workload.name)
         if isinstance(workload, BatchWorkload):
             tables.append(_batch_jobs(loaded, workload, durations, rng))
+            requests.append(None)
         elif isinstance(workload, TraceWorkload):
             tables.append(_trace_jobs(loaded, workload))
+            requests.append(None)
+        elif isinstance(workload, JobListWorkload):
+            table, listed_requests = _listed_jobs(loaded, workload)
+            tables.append(table)
+            requests.append(listed_requests)
         else:
             services.append(_service(loaded, workload, rng))
+    pod_requests = None
     if tables:
         jobs = JobTable.concat(tables)
-        jobs = jobs.take(np.argsort(jobs.submit_s, kind="stable"))
+        order = np.argsort(jobs.submit_s, kind="stable")
+        jobs = jobs.take(order)
         jobs = replace(jobs, job_id=np.arange(1, len(jobs) + 1, dtype=np.int64))
+        if any(r is not None for r in requests):
+            pod_requests = _aligned_requests(tables, requests).take(order)
     else:
         # no batch work (services only): an empty table with the columns synthesised jobs have
         jobs = replace(
@@ -317,4 +391,19 @@ def synthesize(loaded: LoadedScenario) -> Workload:
         capacity_gpus=sum(pool.gpus for pool in loaded.pools),
         team_shares={team.name: team.share for team in scenario.teams},
         team_users={team.name: team.users for team in scenario.teams},
+        pod_requests=pod_requests,
     )
+
+
+def _aligned_requests(tables: list[JobTable], requests: list[PodRequests | None]) -> PodRequests:
+    """One PodRequests for the concatenated ``tables``: each listed job's own CPU and memory, -1
+    (the node's share for its GPUs, as for generated jobs) for the others."""
+
+    def column(name: str) -> npt.NDArray[np.int64]:
+        parts = [
+            np.full(len(t), -1, np.int64) if r is None or getattr(r, name) is None else getattr(r, name)
+            for t, r in zip(tables, requests, strict=True)
+        ]
+        return np.concatenate(parts).astype(np.int64)
+
+    return PodRequests(cpu_milli=column("cpu_milli"), memory_mib=column("memory_mib"))

@@ -225,9 +225,9 @@ def _side(
     workload: Workload, pools: list[Pool], jobs: Bool, services: list[Service], nodes: dict[str, int]
 ) -> tuple[Workload, list[Pool]]:
     """One side's workload (its jobs and services) and its part of each pool."""
-    side_workload = replace(
-        workload, jobs=workload.jobs.take(np.flatnonzero(jobs)), services=services, pod_requests=None
-    )
+    rows = np.flatnonzero(jobs)
+    requests = None if workload.pod_requests is None else workload.pod_requests.take(rows)
+    side_workload = replace(workload, jobs=workload.jobs.take(rows), services=services, pod_requests=requests)
     return side_workload, [replace(pool, nodes=nodes[pool.name]) for pool in pools]
 
 

@@ -144,7 +144,8 @@ class KubernetesRun:
             jobs, pools, reorder(gpu_milli), reorder(cpu_milli), reorder(memory_mib), pool_aliases
         )
         self.flavored: dict[tuple[PodRequest, int], PodRequest] = {}
-        self.priority = job_priorities(jobs, settings)
+        # pods' priority (kube-scheduler) and the workload's (Kueue)
+        self.priority, self.workload_priority = job_priorities(jobs, settings)
         self.scoring: Scoring = scoring_of(settings)
         self.pods = jobs.nodes.astype(np.int64)
         self.first_pod = np.concatenate([[0], np.cumsum(self.pods)]).astype(np.int64)
@@ -212,7 +213,7 @@ class KubernetesRun:
                 settings.kueue,
                 [p.name for p in pools],
                 self.milli_of_job * self.pods,
-                self.priority,
+                self.workload_priority,
                 pools,
                 flavors,
                 flavor_per_pool=bool((self.pool_sel >= 0).any()),

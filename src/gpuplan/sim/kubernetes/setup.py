@@ -14,9 +14,10 @@ from gpuplan.sim.kubernetes.cluster import MILLI, UNKNOWN, NodePoolSpec
 from gpuplan.sim.kubernetes.kueue import Kueue, QueuePolicy
 from gpuplan.sim.kubernetes.quota import NO_LIMIT, QuotaNode, QuotaTree
 from gpuplan.sim.kubernetes.scheduler import PodRequest, Scoring
-from gpuplan.workload.jobtable import Float64, Int32, Int64, JobTable
+from gpuplan.workload.jobtable import Float64, Int32, Int64, JobTable, Labels
 
 DEFAULT_QUEUE = "default"
+DEFAULT_LOCAL_QUEUE = "default"  # Kueue's constants.DefaultLocalQueueName
 ANY_FLAVOR = "default-flavor"  # a ResourceFlavor without nodeLabels: its workloads' pods go to any pool
 
 
@@ -43,9 +44,10 @@ def pod_requests(
     """Each job's pod request and the thousandths of GPUs each of its pods uses.
 
     The pool is the one the job's ``partition`` names (a node selector), else any. CPU and memory are
-    the trace's when given, else the node's share for the pod's GPUs (a pod of 2 of 8 GPUs asks a
-    quarter of the node's CPU and memory), as GPU pods are usually sized; 0 where the node's figure is
-    UNKNOWN (nothing to take a share of, and nothing is checked there)."""
+    the trace's (or the workload list's) when given (-1: not for this job), else the node's share
+    for the pod's GPUs (a pod of 2 of 8 GPUs asks a quarter of the node's CPU and memory), as GPU pods
+    are usually sized; 0 where the node's figure is UNKNOWN (nothing to take a share of, and nothing
+    is checked there)."""
     by_name = {pool.name: i for i, pool in enumerate(pools)}
     aliases = pool_aliases or {}
     named = np.array(
@@ -74,10 +76,10 @@ def pod_requests(
         share = (g if milli >= MILLI else milli / MILLI) / max(node.gpus_per_node, 1)
         cpu = (
             int(cpu_list[j])
-            if cpu_list is not None
+            if cpu_list is not None and cpu_list[j] >= 0
             else (cpus[j] * 1000 if cpus[j] > 0 else int(node.cpu_milli * share))
         )
-        if mem_list is not None:
+        if mem_list is not None and mem_list[j] >= 0:
             mem = int(mem_list[j])
         else:
             mem = int(mems[j]) if mems[j] == mems[j] else int(node.memory_mib * share)
@@ -87,23 +89,37 @@ def pod_requests(
     return requests, milli_per_pod
 
 
-def job_priorities(jobs: JobTable, settings: KubernetesSettings) -> Int64:
-    """Each job's PriorityClass value: by workload name, then trace QoS label, then kind, then default."""
+def job_priorities(jobs: JobTable, settings: KubernetesSettings) -> tuple[Int64, Int64]:
+    """Each job's pod priority and workload priority, as Kueue's WorkloadPriorityClass page puts it
+    ("The relationship between pod's priority and workload's priority"; pkg/util/priority).
+
+    Pods (kube-scheduler's queue sort and preemption): the PriorityClass they name
+    (``priorityClassName``), else by ``priorities.assign`` (workload name, then trace QoS label, then
+    kind), else the default. The workload (Kueue's queue order and preemption): its
+    WorkloadPriorityClass when it names one (``kueue.x-k8s.io/priority-class``), else its pods'."""
     priorities = settings.priorities
     value = {c.name: c.value for c in priorities.classes}
-    assign = priorities.assign
-    workload = jobs.column("workload")
-    assert not isinstance(workload, np.ndarray)
-    result = np.full(len(jobs), value[priorities.default], np.int64)
-    for labels, codes in (
-        (jobs.kind.labels, jobs.kind.codes),
-        (jobs.qos.labels, jobs.qos.codes),
-        (workload.labels, workload.codes),
+    assign = {label: value[name] for label, name in priorities.assign.items()}
+    pod = np.full(len(jobs), value[priorities.default], np.int64)
+    for labels, by_label in (
+        (jobs.kind, assign),
+        (jobs.qos, assign),
+        (jobs.column("workload"), assign),
+        (jobs.column("priority_class"), value),
     ):
-        for code, label in enumerate(labels):
-            if label in assign:
-                result[codes == code] = value[assign[label]]
-    return result
+        _assign(pod, labels, by_label)
+    workload = pod.copy()
+    workload_value = {c.name: c.value for c in settings.kueue.workloadPriorityClasses}
+    _assign(workload, jobs.column("workload_priority_class"), workload_value)
+    return pod, workload
+
+
+def _assign(result: Int64, labels: object, by_label: dict[str, int]) -> None:
+    """``result[i] = by_label[label of row i]`` where the row's label has a value."""
+    assert isinstance(labels, Labels)
+    for code, label in enumerate(labels.labels):
+        if label in by_label:
+            result[labels.codes == code] = by_label[label]
 
 
 def _limits(
@@ -193,24 +209,25 @@ def build_kueue(
         )
         nodes.append(node)
     tree = QuotaTree(nodes, len(pools))
-    by_team: dict[str, int] = {}
-    catch_all = -1
-    for q, queue in enumerate(queues):
-        for team in queue.teams:
-            by_team.setdefault(team, q)
-        if not queue.teams and catch_all < 0:
-            catch_all = q
-    team_queue = []
-    for team in jobs.team.labels:
-        q = by_team.get(team, catch_all)
-        if q < 0:
+    queue_index = {queue.name: q for q, queue in enumerate(queues)}
+    local_queue = jobs.column("local_queue")
+    assert isinstance(local_queue, Labels)
+    # a job's LocalQueue: the one it names, else its namespace's "default" (Kueue's default LocalQueue)
+    pairs, pair_codes = np.unique(np.stack([jobs.team.codes, local_queue.codes]), axis=1, return_inverse=True)
+    pair_queue = []
+    for team_code, local_code in pairs.T.tolist():
+        team, local = jobs.team.labels[team_code], local_queue.labels[local_code] or DEFAULT_LOCAL_QUEUE
+        name = settings.cluster_queue_of(team, local)
+        if name is None:
             raise InputError(
-                f"team {team!r} has no LocalQueue: list it in a ClusterQueue's teams, or add a "
-                "ClusterQueue without teams for everyone else",
+                f"team {team!r} has no LocalQueue {local!r}: list the team in a ClusterQueue's teams, add "
+                "a ClusterQueue without teams for everyone else, or a LocalQueue in localQueues",
                 field="models.kubernetes.kueue.clusterQueues",
             )
-        team_queue.append(q)
-    queue_of_job = np.array(team_queue, np.int32)[jobs.team.codes] if len(jobs) else np.zeros(0, np.int32)
+        pair_queue.append(queue_index[name])
+    queue_of_job = (
+        np.array(pair_queue, np.int32)[pair_codes.reshape(-1)] if len(jobs) else np.zeros(0, np.int32)
+    )
     kueue = Kueue(
         tree,
         policies,
