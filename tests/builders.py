@@ -486,3 +486,17 @@ def simulate_summary(*args: str, model: str) -> tuple[int, dict[str, Any], str]:
     it failed, stderr)."""
     code, out, err = gpuplan("simulate", *args, "--model", model, "--json", columns=None)
     return code, json.loads(out) if code == 0 else {}, err
+
+
+def simulate_into(scenario: Path, out: Path, model: str = "kubernetes") -> None:
+    """``gpuplan simulate SCENARIO --model MODEL --out OUT``, which must succeed."""
+    code, _, err = gpuplan("simulate", str(scenario), "--model", model, "--out", str(out), "--quiet")
+    assert code == 0, err
+
+
+def job_events(out: Path, *options: str) -> list[dict[str, Any]]:
+    """``gpuplan events OUT --json`` (every event, ``options`` choosing which): the rows it printed."""
+    code, text, err = gpuplan("events", str(out), "--json", "--limit", "0", *options)
+    assert code == 0, err
+    rows: list[dict[str, Any]] = json.loads(text)
+    return rows

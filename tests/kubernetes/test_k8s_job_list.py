@@ -8,14 +8,12 @@ the pods' priority and the workload's."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Any
 
 import pyarrow.parquet as pq
 import pytest
 
-from builders import EXAMPLES, gpuplan
+from builders import EXAMPLES, gpuplan, job_events, simulate_into
 
 SCENARIO = """\
 name: job-list
@@ -57,18 +55,6 @@ def write(tmp_path: Path, jobs_name: str, jobs_text: str, kueue: str) -> Path:
     return scenario
 
 
-def simulate(scenario: Path, out: Path, model: str = "kubernetes") -> None:
-    code, _, err = gpuplan("simulate", str(scenario), "--model", model, "--out", str(out), "--quiet")
-    assert code == 0, err
-
-
-def events(out: Path, *options: str) -> list[dict[str, Any]]:
-    code, text, err = gpuplan("events", str(out), "--json", "--limit", "0", *options)
-    assert code == 0, err
-    rows: list[dict[str, Any]] = json.loads(text)
-    return rows
-
-
 def one_gpu_jobs(count: int, namespace: str = "team-a") -> str:
     rows = [f"job-{k},{namespace},600,1,1" for k in range(count)]
     return "name,namespace,runtime,pods,gpus\n" + "\n".join(rows) + "\n"
@@ -86,8 +72,8 @@ def test_cohort_borrowing_as_kueues_cluster_queue_page(
     tmp_path: Path, a_limit: str, b_limit: str, admitted: int
 ) -> None:
     scenario = write(tmp_path, "jobs.csv", one_gpu_jobs(25), COHORT.format(a_limit=a_limit, b_limit=b_limit))
-    simulate(scenario, tmp_path / "out")
-    at_start = [e for e in events(tmp_path / "out", "--event", "Admitted") if e["time_s"] == 0]
+    simulate_into(scenario, tmp_path / "out")
+    at_start = [e for e in job_events(tmp_path / "out", "--event", "Admitted") if e["time_s"] == 0]
     assert len(at_start) == admitted
     assert {e["queue"] for e in at_start} == {"team-a-cq"}
 
@@ -138,8 +124,8 @@ def test_the_workload_priority_class_orders_kueue_not_the_pods_class(tmp_path: P
         - {name: mid, value: 5}
 """
     scenario = write(tmp_path, "jobs.yaml", PRIORITY_JOBS, kueue)
-    simulate(scenario, tmp_path / "out")
-    admitted = {e["name"]: e["time_s"] for e in events(tmp_path / "out", "--event", "Admitted")}
+    simulate_into(scenario, tmp_path / "out")
+    admitted = {e["name"]: e["time_s"] for e in job_events(tmp_path / "out", "--event", "Admitted")}
     # "A job specifies both WorkloadPriorityClass and PriorityClass: WorkloadPriorityClass is used for
     # the workload's priority": mid (5) goes before low (-10), though its pods' class (production, 1000)
     # is higher and it was created first
@@ -169,8 +155,8 @@ def test_local_queues_route_jobs_and_unlabelled_jobs_take_the_default(tmp_path: 
         - {name: batch, namespace: team-a, clusterQueue: batch-cq}
 """
     scenario = write(tmp_path, "jobs.csv", LOCAL_QUEUE_JOBS, kueue)
-    simulate(scenario, tmp_path / "out")
-    queues = {e["name"]: e["queue"] for e in events(tmp_path / "out", "--event", "Admitted")}
+    simulate_into(scenario, tmp_path / "out")
+    queues = {e["name"]: e["queue"] for e in job_events(tmp_path / "out", "--event", "Admitted")}
     # team-b's job has no queue-name: its namespace's default LocalQueue, which is the first
     # ClusterQueue's that lists no teams (everyone else's)
     assert queues == {"team-a/train": "training-cq", "team-a/serve": "batch-cq", "team-b/plain": "everyone"}
@@ -226,7 +212,7 @@ def test_the_listed_jobs_run_under_every_model(tmp_path: Path) -> None:
     classes = "      workloadPriorityClasses: [{name: low, value: 0}, {name: mid, value: 1}]\n"
     scenario = write(tmp_path, "jobs.yaml", PRIORITY_JOBS, classes)
     for model in ("slurm", "hybrid"):
-        simulate(scenario, tmp_path / model, model)
+        simulate_into(scenario, tmp_path / model, model)
         jobs = pq.read_table(tmp_path / model / "jobs.parquet")
         assert sorted(set(jobs.column("name").to_pylist())) == [
             "team-a/first",
@@ -245,13 +231,13 @@ def test_events_chooses_by_job_model_and_event(tmp_path: Path) -> None:
         "        - {name: training, namespace: team-a, clusterQueue: default}\n"
         "        - {name: batch, namespace: team-a, clusterQueue: default}\n",
     )
-    simulate(scenario, tmp_path / "out")
-    story = events(tmp_path / "out", "--job", "train")
+    simulate_into(scenario, tmp_path / "out")
+    story = job_events(tmp_path / "out", "--job", "train")
     assert [e["event"] for e in story] == ["Created", "QuotaReserved", "Admitted", "PodsReady", "Finished"]
     assert {e["name"] for e in story} == {"team-a/train"}
-    by_id = events(tmp_path / "out", "--job", str(story[0]["job_id"]), "--job", "team-b/plain")
+    by_id = job_events(tmp_path / "out", "--job", str(story[0]["job_id"]), "--job", "team-b/plain")
     assert {e["name"] for e in by_id} == {"team-a/train", "team-b/plain"}
-    assert events(tmp_path / "out", "--model", "slurm") == []
+    assert job_events(tmp_path / "out", "--model", "slurm") == []
     code, text, _ = gpuplan("events", str(tmp_path / "out"), "--event", "Finished", "--limit", "2")
     assert code == 0 and "team-a/train" in text and "2 of 3 events shown" in text
     code, _, err = gpuplan("events", str(tmp_path / "missing"))
@@ -259,9 +245,10 @@ def test_events_chooses_by_job_model_and_event(tmp_path: Path) -> None:
 
 
 def test_the_bundled_example_tells_the_reclaim_story(tmp_path: Path) -> None:
-    simulate(EXAMPLES / "k8s-kueue-jobs.yaml", tmp_path)
+    simulate_into(EXAMPLES / "k8s-kueue-jobs.yaml", tmp_path)
     story = [
-        (e["time_s"], e["event"], e["reason"], e["detail"]) for e in events(tmp_path, "--job", "llm-pretrain")
+        (e["time_s"], e["event"], e["reason"], e["detail"])
+        for e in job_events(tmp_path, "--job", "llm-pretrain")
     ]
     # borrows product-cq's idle quota, is reclaimed when product's urgent fine-tuning arrives at 30 min,
     # and runs again (from the start: no checkpoints) once it is done at 90 min
@@ -292,3 +279,57 @@ def test_a_job_created_before_the_scenarios_start_exits_2(tmp_path: Path) -> Non
         and "jobs.yaml:1: metadata.creationTimestamp: " in err
         and "before the scenario's start" in err
     )
+
+
+WAIT_FOR_PODS_READY = """\
+      clusterQueues:
+        - {{name: cluster-queue, flavors: [{{name: gpu, nominalQuota: 64}}]}}
+      waitForPodsReady:
+        enable: true
+        timeout: 30m
+        blockAdmission: {block}
+        requeuingStrategy: {{backoffLimitCount: 5}}
+"""
+# a quick job, then two that each need 24 of the cluster's 32 GPUs at once
+TWO_GANGS = """\
+name,namespace,created,runtime,pods,gpus
+quick,team-a,0,30,1,1
+job1,team-a,0,600,24,1
+job2,team-a,0,600,24,1
+"""
+
+
+@pytest.mark.parametrize("block", [True, False])
+def test_wait_for_pods_ready_as_kueues_example(tmp_path: Path, block: bool) -> None:
+    # setup_wait_for_pods_ready.md "Example", in GPUs: the quota is twice the cluster's (provisioning
+    # that falls short), and the two jobs do not fit together. With blockAdmission, job2 is
+    # admitted once job1's pods are ready ("job2 is now unsuspended as job1 has all the required
+    # resources assigned"), its pods wait for job1 to finish, and every job completes. Without it,
+    # both are admitted and their pods deadlock until the timeout evicts them, in every attempt,
+    # until backoffLimitCount deactivates them.
+    scenario = write(tmp_path, "jobs.csv", TWO_GANGS, WAIT_FOR_PODS_READY.format(block=str(block).lower()))
+    simulate_into(scenario, tmp_path / "out")
+    story = {
+        name: [(e["time_s"], e["event"], e["reason"]) for e in job_events(tmp_path / "out", "--job", name)]
+        for name in ("job1", "job2")
+    }
+    if block:
+        assert story["job1"][1:] == [
+            (0.0, "QuotaReserved", None),
+            (0.0, "Admitted", None),
+            (0.0, "PodsReady", None),
+            (600.0, "Finished", None),
+        ]
+        assert story["job2"][1:] == [
+            (0.0, "QuotaReserved", None),
+            (0.0, "Admitted", None),
+            (600.0, "PodsReady", None),
+            (1200.0, "Finished", None),
+        ]
+        return
+    for events in story.values():
+        timeouts = [t for t, event, reason in events if reason == "PodsReadyTimeout"]
+        # requeued after 60 s, doubling each time (backoffBaseSeconds 60)
+        assert timeouts == [1800.0, 3660.0, 5580.0, 7620.0, 9900.0, 12660.0]
+        assert events[-1] == (12660.0, "Evicted", "InactiveWorkload")
+        assert not any(event in ("PodsReady", "Finished") for _, event, _ in events)

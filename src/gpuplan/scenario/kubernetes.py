@@ -81,6 +81,18 @@ class FairSharingWeight(Section):
     )
 
 
+class FlavorFungibility(Section):
+    """ClusterQueue ``flavorFungibility``: how far the flavor search goes when a flavor needs
+    borrowing or preemption (https://kueue.sigs.k8s.io/docs/concepts/cluster_queue/#flavorfungibility).
+    ``Borrow`` and ``Preempt`` are the deprecated names of ``MayStopSearch``."""
+
+    whenCanBorrow: Literal["MayStopSearch", "TryNextFlavor", "Borrow"] = "MayStopSearch"
+    whenCanPreempt: Literal["MayStopSearch", "TryNextFlavor", "Preempt"] = "TryNextFlavor"
+    preference: Literal["BorrowingOverPreemption", "PreemptionOverBorrowing"] = Field(
+        "BorrowingOverPreemption", description="how the feasible flavors seen compare"
+    )
+
+
 class ClusterQueue(Section):
     """A Kueue ClusterQueue and the LocalQueues (one per team namespace) that point at it."""
 
@@ -90,6 +102,7 @@ class ClusterQueue(Section):
     queueingStrategy: Literal["StrictFIFO", "BestEffortFIFO"] = "BestEffortFIFO"
     flavors: list[FlavorQuota] = Field(min_length=1, description="resourceGroups[0].flavors, in order")
     preemption: Preemption = Preemption()
+    flavorFungibility: FlavorFungibility = FlavorFungibility()
     fairSharing: FairSharingWeight = FairSharingWeight()
 
 

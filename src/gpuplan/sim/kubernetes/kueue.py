@@ -58,6 +58,10 @@ class QueuePolicy:
     reclaim_within_cohort: str = "Never"  # Never | LowerPriority | Any
     borrow_within_cohort: str = "Never"  # Never | LowerPriority
     max_priority_threshold: int | None = None
+    # flavorFungibility (whenCanBorrow, whenCanPreempt, preference), with Kueue's defaults
+    when_can_borrow: str = "MayStopSearch"
+    when_can_preempt: str = "TryNextFlavor"
+    preference: str = "BorrowingOverPreemption"
 
     @property
     def preempts(self) -> bool:
@@ -109,6 +113,39 @@ class _Candidate:
 # which candidates a preemption policy accepts: only priorities below a bound (None: any), and a
 # test of each (None: all)
 _Rule = tuple[int | None, Callable[[int], bool] | None]
+
+
+# A flavor's rank in the flavor assigner (flavorassigner.go granularMode): its preemptionMode, worst
+# to best, and its borrowingLevel (0: within the ClusterQueue's quota; higher: from further up).
+_NO_FIT, _NO_CANDIDATES, _PREEMPT, _RECLAIM, _FIT = range(5)
+_Rank = tuple[int, float]
+_WORST: _Rank = (_NO_FIT, math.inf)
+
+
+def _preferred(a: _Rank, b: _Rank, preference: str) -> bool:
+    """Whether rank ``a`` beats ``b`` (flavorassigner.go isPreferred): NoFit never; a flavor without
+    preemption candidates below any viable one; then by mode and borrowing level, in the order
+    ``flavorFungibility.preference`` gives."""
+    if a[0] == _NO_FIT:
+        return False
+    if b[0] == _NO_FIT:
+        return True
+    if (a[0] == _NO_CANDIDATES) != (b[0] == _NO_CANDIDATES):
+        return a[0] != _NO_CANDIDATES
+    if preference == "PreemptionOverBorrowing":
+        return a[1] < b[1] if a[1] != b[1] else a[0] > b[0]
+    return a[0] > b[0] if a[0] != b[0] else a[1] < b[1]  # BorrowingOverPreemption
+
+
+def _try_next_flavor(rank: _Rank, policy: QueuePolicy) -> bool:
+    """Whether the search goes on past a flavor of ``rank`` (flavorassigner.go shouldTryNextFlavor):
+    always past one that needs preemption but has no candidates; past one that preempts when
+    whenCanPreempt is TryNextFlavor, and past one that borrows when whenCanBorrow is."""
+    if rank[0] in (_NO_FIT, _NO_CANDIDATES):
+        return True
+    if rank[0] in (_PREEMPT, _RECLAIM) and policy.when_can_preempt == "TryNextFlavor":
+        return True
+    return rank[1] > 0 and policy.when_can_borrow == "TryNextFlavor"
 
 
 def _above_threshold(candidate: int, incoming: int, threshold: int | None) -> bool:
@@ -245,27 +282,50 @@ class Kueue:
         )
 
     def _assign(self, job: int, queue: int) -> Decision:
-        """The flavor for ``job``, in the best mode any of its flavors gives (Fit, then Preempt,
-        then noPreemptionCandidates), the first flavor in that mode."""
+        """The flavor for ``job``, as Kueue's flavor assigner searches them (flavorassigner.go
+        findFlavorForPodSets): in the ClusterQueue's order, each flavor's mode (Fit, Preempt or
+        reclaim, noPreemptionCandidates, NoFit) and borrowing level; the search stops at a flavor
+        that fits without borrowing, or where ``flavorFungibility`` says it may
+        (shouldTryNextFlavor), else takes the best flavor seen (isPreferred)."""
         q = self.queues[queue]
-        node, request = q.policy.node, self.request[job]
         allowed = None if self.flavors_of_job is None else self.flavors_of_job[job]
         flavors = [f for f in q.policy.flavors if allowed is None or f in allowed]
+        best, best_rank = Decision(job, queue, -1, Mode.NO_FIT), _WORST
         for flavor in flavors:
-            if self._fits(node, flavor, request):
-                return Decision(job, queue, flavor, Mode.FIT)
-        no_candidates = -1
-        for flavor in flavors:
-            if not self._may_preempt(q.policy, flavor, request):
+            decision, rank = self._flavor_mode(job, queue, flavor)
+            if decision.mode == Mode.NO_FIT:
                 continue
-            victims = self._preemption_targets(job, queue, flavor) if q.policy.preempts else []
-            if victims:
-                return Decision(job, queue, flavor, Mode.PREEMPT, tuple(victims))
-            if no_candidates < 0:
-                no_candidates = flavor
-        if no_candidates >= 0:
-            return Decision(job, queue, no_candidates, Mode.NO_CANDIDATES)
-        return Decision(job, queue, -1, Mode.NO_FIT)
+            if not _try_next_flavor(rank, q.policy):
+                return decision
+            if _preferred(rank, best_rank, q.policy.preference):
+                best, best_rank = decision, rank
+        return best
+
+    def _flavor_mode(self, job: int, queue: int, flavor: int) -> tuple[Decision, _Rank]:
+        """The decision on one flavor and its rank (preemption mode, borrowing level), as
+        flavorassigner.go fitsResourceQuota and the preemption oracle (preemption_oracle.go
+        SimulatePreemption: Preempt when a target is in the own ClusterQueue, else Reclaim, with the
+        borrowing level once the targets are gone)."""
+        policy = self.queues[queue].policy
+        node, request = policy.node, self.request[job]
+        if self._fits(node, flavor, request):
+            return Decision(job, queue, flavor, Mode.FIT), (
+                _FIT,
+                self.tree.borrow_height(node, flavor, request),
+            )
+        if not self._may_preempt(policy, flavor, request):
+            return Decision(job, queue, flavor, Mode.NO_FIT), _WORST
+        victims = self._preemption_targets(job, queue, flavor) if policy.preempts else []
+        if not victims:
+            height = self.tree.borrow_height(node, flavor, request)
+            return Decision(job, queue, flavor, Mode.NO_CANDIDATES), (_NO_CANDIDATES, height)
+        for victim in victims:
+            self._take_out(victim, flavor)
+        height = self.tree.borrow_height(node, flavor, request)
+        for victim in victims:
+            self._put_back(victim, flavor)
+        kind = _PREEMPT if any(self.queue_of[v] == queue for v in victims) else _RECLAIM
+        return Decision(job, queue, flavor, Mode.PREEMPT, tuple(victims)), (kind, height)
 
     def _may_preempt(self, policy: QueuePolicy, flavor: int, request: float) -> bool:
         """Whether Kueue simulates preemption for ``request`` on ``flavor`` when it does not fit

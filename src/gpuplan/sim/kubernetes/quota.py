@@ -56,6 +56,7 @@ class QuotaTree:
         for i, node in enumerate(nodes):
             if node.parent < 0:
                 self._accumulate(i)
+        self.heights = [self._height(i) for i in range(len(nodes))]
         self.version = [0] * len(nodes)  # bumped at the root of a tree whenever usage in it changes
         self.changes = 0  # usage changes anywhere
 
@@ -133,6 +134,31 @@ class QuotaTree:
                 self.version[self.root(i)] += 1
             return
         self.remove_usage(node.parent, f, min(value, stored_in_parent), counted)
+
+    def _height(self, i: int) -> int:
+        """Distance from node ``i`` to its furthest leaf, a ClusterQueue counting as one level below
+        its cohort (hierarchical_preemption.go getNodeHeight)."""
+        node = self.nodes[i]
+        cohorts = [child for child in node.children if not self.nodes[child].is_queue]
+        return max([min(len(node.children), 1), *(self._height(child) + 1 for child in cohorts)])
+
+    def borrow_height(self, i: int, f: int, value: float) -> int:
+        """How far up ClusterQueue ``i`` must go for ``value`` more of flavor ``f``: 0 within its own
+        quota (or with no cohort), else the height of the lowest cohort whose subtree holds it, or of
+        the root when none does (hierarchical_preemption.go FindHeightOfLowestSubtreeThatFits; the
+        flavor assigner's borrowingLevel)."""
+        node = self.nodes[i]
+        if node.usage[f] + value <= node.subtree[f] + 1e-9 or node.parent < 0:
+            return 0
+        remaining = value - self.local_available(i, f)
+        at = node.parent
+        while at >= 0:
+            cohort = self.nodes[at]
+            if cohort.usage[f] + remaining <= cohort.subtree[f] + 1e-9:
+                return self.heights[at]
+            remaining -= self.local_available(at, f)
+            at = cohort.parent
+        return self.heights[self.root(i)]
 
     def borrowing(self, i: int, f: int) -> bool:
         """Usage above its own quota on ``f`` (Kueue's IsBorrowing)."""

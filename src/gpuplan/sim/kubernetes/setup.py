@@ -122,6 +122,11 @@ def _assign(result: Int64, labels: object, by_label: dict[str, int]) -> None:
             result[labels.codes == code] = by_label[label]
 
 
+def _current_name(policy: str) -> str:
+    """flavorFungibility's deprecated names (Borrow, Preempt) as the ones that replaced them."""
+    return "MayStopSearch" if policy in ("Borrow", "Preempt") else policy
+
+
 def _limits(
     quotas: list[FlavorQuota], pools: list[str], where: str
 ) -> tuple[list[float], list[float], list[float]]:
@@ -205,6 +210,9 @@ def build_kueue(
                 reclaim_within_cohort=queue.preemption.reclaimWithinCohort,
                 borrow_within_cohort=queue.preemption.borrowWithinCohort.policy,
                 max_priority_threshold=queue.preemption.borrowWithinCohort.maxPriorityThreshold,
+                when_can_borrow=_current_name(queue.flavorFungibility.whenCanBorrow),
+                when_can_preempt=_current_name(queue.flavorFungibility.whenCanPreempt),
+                preference=queue.flavorFungibility.preference,
             )
         )
         nodes.append(node)
