@@ -93,6 +93,9 @@ class FlavorFungibility(Section):
     )
 
 
+StopPolicy = Literal["None", "Hold", "HoldAndDrain"]
+
+
 class ClusterQueue(Section):
     """A Kueue ClusterQueue and the LocalQueues (one per team namespace) that point at it."""
 
@@ -103,6 +106,9 @@ class ClusterQueue(Section):
     flavors: list[FlavorQuota] = Field(min_length=1, description="resourceGroups[0].flavors, in order")
     preemption: Preemption = Preemption()
     flavorFungibility: FlavorFungibility = FlavorFungibility()
+    stopPolicy: StopPolicy = Field(
+        "None", description="Hold: admit nothing new; HoldAndDrain: also evict what is admitted"
+    )
     fairSharing: FairSharingWeight = FairSharingWeight()
 
 
@@ -183,6 +189,29 @@ class WorkloadPriorityClass(Section):
     value: int = Field(ge=-INT32_MAX - 1, le=INT32_MAX, description="int32")
 
 
+class KueueChange(Section):
+    """What an administrator changes at ``at``, as ``kubectl apply`` of the edited object: the quotas
+    of some flavors of a ClusterQueue or Cohort (each given flavor's nominalQuota, borrowingLimit
+    and lendingLimit replace the old ones), or a ClusterQueue's ``stopPolicy``. Admitted workloads
+    keep running when quota shrinks, as in Kueue; pending ones are tried again at once."""
+
+    at: Duration = Field(description="from the scenario's start")
+    clusterQueue: str | None = None
+    cohort: str | None = None
+    flavors: list[FlavorQuota] = Field(default_factory=list)
+    stopPolicy: StopPolicy | None = None
+
+    @model_validator(mode="after")
+    def _what(self) -> KueueChange:
+        if (self.clusterQueue is None) == (self.cohort is None):
+            raise PydanticCustomError("change", "give exactly one of clusterQueue or cohort", {})
+        if self.cohort is not None and self.stopPolicy is not None:
+            raise PydanticCustomError("change", "stopPolicy is a ClusterQueue's, not a Cohort's", {})
+        if not self.flavors and self.stopPolicy is None:
+            raise PydanticCustomError("change", "change flavors or stopPolicy", {})
+        return self
+
+
 class Kueue(Section):
     """Kueue admission. ``enable: false`` runs plain Jobs: pods go to kube-scheduler one by one."""
 
@@ -197,6 +226,9 @@ class Kueue(Section):
         default_factory=list, description="LocalQueues that jobs of a workload list name (queue-name)"
     )
     workloadPriorityClasses: list[WorkloadPriorityClass] = Field(default_factory=list)
+    changes: list[KueueChange] = Field(
+        default_factory=list, description="ClusterQueue and Cohort changes during the run, in time order"
+    )
     fairSharing: FairSharing = FairSharing()
     waitForPodsReady: WaitForPodsReady = WaitForPodsReady()
 
@@ -390,6 +422,8 @@ class KubernetesSettings(Section):
 
 
 def _hint(name: str, known: list[str]) -> str:
+    if not known:
+        return " (there are none)"
     close = difflib.get_close_matches(name, known, n=1)
     return f"; did you mean {close[0]!r}?" if close else f" (known: {', '.join(known)})"
 
@@ -416,6 +450,27 @@ def kubernetes_problems(
     for c, cohort in enumerate(kueue.cohorts):
         for f, flavor in enumerate(cohort.flavors):
             known((*at, "kueue", "cohorts", c, "flavors", f, "name"), flavor.name, flavors, "flavor")
+    cohort_names = sorted(
+        {c.name for c in kueue.cohorts} | {q.cohort for q in kueue.clusterQueues if q.cohort}
+    )
+    by_queue = {q.name: [f.name for f in q.flavors] for q in kueue.clusterQueues}
+    last = 0.0
+    for c, change in enumerate(kueue.changes):
+        where = (*at, "kueue", "changes", c)
+        if change.at < last:
+            problems.append(((*where, "at"), "changes are listed in time order"))
+        last = change.at
+        if change.clusterQueue is not None:
+            known((*where, "clusterQueue"), change.clusterQueue, list(by_queue), "ClusterQueue")
+            # a ClusterQueue's resource groups are not changed: only the quotas of its flavors
+            of_queue = by_queue.get(change.clusterQueue, [])
+            for f, flavor in enumerate(change.flavors):
+                known((*where, "flavors", f, "name"), flavor.name, of_queue, "flavor of that ClusterQueue")
+        else:
+            assert change.cohort is not None
+            known((*where, "cohort"), change.cohort, cohort_names, "cohort")
+            for f, flavor in enumerate(change.flavors):
+                known((*where, "flavors", f, "name"), flavor.name, flavors, "flavor")
     for q, local in enumerate(kueue.localQueues):
         where = (*at, "kueue", "localQueues", q)
         known((*where, "clusterQueue"), local.clusterQueue, kueue.cluster_queue_names(), "ClusterQueue")

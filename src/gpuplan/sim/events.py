@@ -28,6 +28,7 @@ SUBMITTED, STARTED, ENDED = "Submitted", "Started", "Ended"
 # the Evicted condition's reasons (kueue.WorkloadEvictedBy...)
 # (PodsReadyTimeout is the Kubernetes model's EVICTED_BY_PODS_READY_TIMEOUT)
 PREEMPTED, INACTIVE_WORKLOAD = "Preempted", "InactiveWorkload"
+CLUSTER_QUEUE_STOPPED = "ClusterQueueStopped"  # its ClusterQueue's stopPolicy became HoldAndDrain
 PREEMPTION_BY_SCHEDULER = "PreemptionByScheduler"  # a pod's DisruptionTarget condition reason
 
 

@@ -32,6 +32,9 @@ from gpuplan.sim.kubernetes.quota import NO_LIMIT, QuotaTree
 # waitForPodsReady.blockAdmission holds admission until the admitted workloads' pods are ready;
 # PendingEvaluation: not tried yet (behind a StrictFIFO head).
 WAITING_FOR_QUOTA = "WaitingForQuota"
+# its ClusterQueue's stopPolicy held it (workload_controller.go: QuotaReserved=False "Suspended",
+# "ClusterQueue ... is stopped")
+SUSPENDED = "Suspended"
 WAITING_FOR_PODS_READY = "WaitingForPodsReady"
 PENDING_EVALUATION = "PendingEvaluation"
 
@@ -227,6 +230,8 @@ class Kueue:
         # pkg/cache/queue/cluster_queue.go: requeueIfNotPresent); per workload for a StrictFIFO head
         self.no_quota: dict[tuple[int, float] | int, _Marks] = {}
         self.blocked_marks = _Marks()  # when blockAdmission held workloads pending
+        self.stopped = [False] * len(policies)  # stopPolicy Hold or HoldAndDrain: nothing admitted
+        self.stopped_marks = [_Marks() for _ in policies]  # when a stopped queue held workloads
         self.now = 0.0
 
     # -- queue manager ---------------------------------------------------------------------------
@@ -247,10 +252,22 @@ class Kueue:
         tried and lacked quota; else WAITING_FOR_PODS_READY if blockAdmission held admission (Kueue
         gives that reason to a workload that fits but must wait); "" when nothing did (it was admitted
         when first tried, or never tried)."""
-        marks = self.no_quota.get(self._no_quota_key(job, self.queue_of[job]))
-        if marks is not None and marks.latest_before(until) >= since:
+        queue = self.queue_of[job]
+        marks = self.no_quota.get(self._no_quota_key(job, queue))
+        quota = marks.latest_before(until) if marks is not None else -math.inf
+        if self.stopped_marks[queue].latest_before(until) >= max(since, quota):
+            return SUSPENDED  # the later of the two held it last
+        if quota >= since:
             return WAITING_FOR_QUOTA
         return WAITING_FOR_PODS_READY if self.blocked_marks.latest_before(until) >= since else ""
+
+    def set_stopped(self, queue: int, stopped: bool) -> list[int]:
+        """A ClusterQueue's stopPolicy changed (stopped: Hold or HoldAndDrain); its admitted
+        workloads, for the caller to evict under HoldAndDrain."""
+        self.stopped[queue] = stopped
+        self.queues[queue].stale = True
+        self.tree.changes += 1  # admission may find something new
+        return [job for jobs in self.queues[queue].admitted.values() for job in jobs]
 
     def _no_quota_key(self, job: int, queue: int) -> tuple[int, float] | int:
         return job if self.queues[queue].policy.strict_fifo else (queue, self.request[job])
@@ -685,6 +702,10 @@ class Kueue:
         while not blocked():
             entries: list[tuple[tuple[float, ...], Decision]] = []
             for index, q in enumerate(self.queues):
+                if self.stopped[index]:
+                    if q.pending():
+                        self.stopped_marks[index].mark(now)
+                    continue
                 version = tree.version[self.roots[index]]
                 if not q.stale and q.seen_version == version:
                     continue

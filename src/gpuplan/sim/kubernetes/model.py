@@ -31,12 +31,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from gpuplan.scenario.kubernetes import KubernetesSettings
+from gpuplan.scenario.kubernetes import KubernetesSettings, KueueChange
 from gpuplan.sim.cluster import Pool
 from gpuplan.sim.engine._batchcore import checkpointed
 from gpuplan.sim.engine.core import Timeline
 from gpuplan.sim.events import (
     ADMITTED,
+    CLUSTER_QUEUE_STOPPED,
     CREATED,
     EVICTED,
     FINISHED,
@@ -56,6 +57,7 @@ from gpuplan.sim.kubernetes.cluster import MILLI, UNKNOWN, NodePoolSpec, Nodes
 from gpuplan.sim.kubernetes.kueue import PENDING_EVALUATION, Decision, Kueue
 from gpuplan.sim.kubernetes.placement import PoolPlacement
 from gpuplan.sim.kubernetes.preemption import PodIndex, choose_victims
+from gpuplan.sim.kubernetes.quota import NO_LIMIT
 from gpuplan.sim.kubernetes.scheduler import PodRequest, Scoring, select_node
 from gpuplan.sim.kubernetes.services import Deployments
 from gpuplan.sim.kubernetes.settings import KubernetesModelSettings, node_pool_specs
@@ -80,7 +82,7 @@ if TYPE_CHECKING:
 MODEL = "kubernetes"
 
 # Event kinds, in the order they apply within one instant.
-END, NODE_READY, SUBMIT, PODS_READY_TIMEOUT, REQUEUE, HPA_SYNC, CA_SCAN = range(7)
+END, NODE_READY, SUBMIT, PODS_READY_TIMEOUT, REQUEUE, HPA_SYNC, CA_SCAN, KUEUE_CHANGE = range(8)
 PERIODIC = (HPA_SYNC, CA_SCAN)
 MAX_ROUNDS = 20  # admission + scheduling rounds per instant (each round needs a preemption to repeat)
 
@@ -218,9 +220,18 @@ class KubernetesRun:
                 flavors,
                 flavor_per_pool=bool((self.pool_sel >= 0).any()),
             )
+        if self.kueue is not None:
+            for q, queue in enumerate(settings.kueue.clusterQueues):
+                if queue.stopPolicy != "None":
+                    self.kueue.stopped[q] = True
         # jobs that can never run are rejected at submit, with the reason
         self.refusal = refusals(
-            self.reach, flavors, self.kueue, self.queue_of_job, self.milli_of_job * self.pods
+            self.reach,
+            flavors,
+            self.kueue,
+            self.queue_of_job,
+            self.milli_of_job * self.pods,
+            self._most_quota() if settings.kueue.changes else None,
         )
         self.cohort_queues = (
             [
@@ -254,7 +265,66 @@ class KubernetesRun:
         if kind not in PERIODIC:
             self.batch_events += 1
 
+    def _quota_node(self, change: KueueChange) -> int:
+        """The quota-tree node a change edits."""
+        assert self.kueue is not None
+        if change.clusterQueue is not None:
+            return self.kueue.queues[self.queue_names.index(change.clusterQueue)].policy.node
+        return next(
+            i
+            for i, node in enumerate(self.kueue.tree.nodes)
+            if not node.is_queue and node.name == change.cohort
+        )
+
+    def _set_quotas(self, change: KueueChange) -> None:
+        assert self.kueue is not None
+        node = self._quota_node(change)
+        for quota in change.flavors:
+            self.kueue.tree.set_quota(
+                node,
+                self.flavor_names.index(quota.name),
+                quota.nominalQuota * MILLI,
+                NO_LIMIT if quota.borrowingLimit is None else quota.borrowingLimit * MILLI,
+                NO_LIMIT if quota.lendingLimit is None else quota.lendingLimit * MILLI,
+            )
+
+    def _most_quota(self) -> list[list[float]]:
+        """Per ClusterQueue and flavor, the most it could ever get over every quota the changes
+        give (ExceedsMaxQuota refuses only what exceeds them all). The quotas are put back."""
+        assert self.kueue is not None
+        tree, queues = self.kueue.tree, self.kueue.queues
+        flavors = range(len(self.flavor_names))
+        saved = [(list(n.nominal), list(n.borrowing_limit), list(n.lending_limit)) for n in tree.nodes]
+        most = [[tree.potential_available(q.policy.node, f) for f in flavors] for q in queues]
+        for change in self.settings.kueue.changes:
+            self._set_quotas(change)
+            for q, queue in enumerate(queues):
+                for f in flavors:
+                    most[q][f] = max(most[q][f], tree.potential_available(queue.policy.node, f))
+        for i, (nominal, borrowing, lending) in enumerate(saved):
+            for f in flavors:
+                tree.set_quota(i, f, nominal[f], borrowing[f], lending[f])
+        return most
+
+    def _kueue_change(self, c: int) -> None:
+        """An administrator's edit (models.kubernetes.kueue.changes[c]): new quotas, or a new
+        stopPolicy; under HoldAndDrain the ClusterQueue's admitted workloads are evicted
+        (ClusterQueueStopped) and wait in it."""
+        assert self.kueue is not None
+        change = self.settings.kueue.changes[c]
+        self._set_quotas(change)
+        if change.stopPolicy is not None and change.clusterQueue is not None:
+            q = self.queue_names.index(change.clusterQueue)
+            admitted = self.kueue.set_stopped(q, change.stopPolicy != "None")
+            if change.stopPolicy == "HoldAndDrain":
+                for j in sorted(admitted):
+                    self.log.add(j, self.now, EVICTED, CLUSTER_QUEUE_STOPPED, queue=self._queue_name(j))
+                    self.log.add(j, self.now, REQUEUED, queue=self._queue_name(j))
+                    self._evict(j, None)
+
     def run(self) -> None:
+        for c, change in enumerate(self.settings.kueue.changes if self.kueue is not None else []):
+            self._push(change.at, KUEUE_CHANGE, c)
         for j in range(len(self.jobs)):
             if self.refusal[j]:
                 self.rejected[j] = True
@@ -326,6 +396,8 @@ class KubernetesRun:
                 self._push(self.deployments.quiet_until(self.now, period), HPA_SYNC, a)
         elif kind == CA_SCAN:
             self._autoscale()
+        elif kind == KUEUE_CHANGE:
+            self._kueue_change(a)
 
     def _schedule(self) -> None:
         # Until nothing changes: a preemption frees room (and requeues its victim) that pods and

@@ -68,6 +68,30 @@ class QuotaTree:
             for f in range(self.flavors):
                 node.subtree[f] += self.nodes[child].subtree[f] - self.local_quota(child, f)
 
+    def set_quota(self, i: int, f: int, nominal: float, borrowing: float, lending: float) -> None:
+        """Node ``i``'s quota of flavor ``f`` changed (an edited ClusterQueue or Cohort): the subtree
+        quotas of its tree again, and what each cohort holds of its members' usage, from the
+        ClusterQueues' own usage, which does not change (nothing admitted is evicted for it)."""
+        node = self.nodes[i]
+        node.nominal[f], node.borrowing_limit[f], node.lending_limit[f] = nominal, borrowing, lending
+        root = self.root(i)
+        self._accumulate(root)
+        self._stored_usage(root)
+        self.changes += 1
+        self.version[root] += 1
+
+    def _stored_usage(self, i: int) -> None:
+        """A cohort's usage: what passes each member's local quota (as add_usage stores it)."""
+        node = self.nodes[i]
+        if node.is_queue:
+            return
+        for child in node.children:
+            self._stored_usage(child)
+        node.usage = [
+            sum(max(0.0, self.nodes[c].usage[f] - self.local_quota(c, f)) for c in node.children)
+            for f in range(self.flavors)
+        ]
+
     def root(self, i: int) -> int:
         while self.nodes[i].parent >= 0:
             i = self.nodes[i].parent

@@ -348,14 +348,23 @@ def refusals(
     kueue: Kueue | None,
     queue_of_job: Int32,
     request_milli: Float64,
+    most_quota: list[list[float]] | None = None,
 ) -> list[str]:
     """Why each job can never run ("" if it can, perhaps after waiting for capacity that frees up or
     that the autoscaler adds). Without Kueue: the nodes can never hold its pods (kube-scheduler
     would leave them Pending for ever). With Kueue, which admits on quota alone, only Kueue's
     reasons: its ClusterQueue has no flavor it may use (NoMatchingFlavor), or its request is above
     what the ClusterQueue could ever get in each of them, nominal quota plus what it may borrow
-    (ExceedsMaxQuota); a job admitted whose pods no node can hold stays Unschedulable (then
+    (ExceedsMaxQuota; ``most_quota``, per ClusterQueue and flavor, when quotas change during the
+    run); a job admitted whose pods no node can hold stays Unschedulable (then
     waitForPodsReady's timeout and requeues apply)."""
+
+    def most(queue: int, node: int, flavor: int) -> float:
+        assert kueue is not None
+        return (
+            kueue.tree.potential_available(node, flavor) if most_quota is None else most_quota[queue][flavor]
+        )
+
     reasons = []
     for j, (where, usable_flavors) in enumerate(zip(reach, flavors, strict=True)):
         if kueue is None:
@@ -365,7 +374,7 @@ def refusals(
         usable = [f for f in policy.flavors if f in usable_flavors]
         if not usable:
             reasons.append(NO_MATCHING_FLAVOR)
-        elif all(kueue.tree.potential_available(policy.node, f) + 1e-9 < request_milli[j] for f in usable):
+        elif all(most(int(queue_of_job[j]), policy.node, f) + 1e-9 < request_milli[j] for f in usable):
             reasons.append(EXCEEDS_MAX_QUOTA)
         else:
             reasons.append("")
