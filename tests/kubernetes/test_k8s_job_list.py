@@ -174,15 +174,6 @@ def test_local_queues_route_jobs_and_unlabelled_jobs_take_the_default(tmp_path: 
             "metadata.labels.kueue.x-k8s.io/queue-name",
             "no LocalQueue 'nope' in namespace 'team-a'",
         ),
-        (  # no queue-name, and team-b has a LocalQueue but none named default
-            "name,namespace,runtime,pods\nx,team-b,60,1\n",
-            "      clusterQueues:\n"
-            "        - {name: a, teams: [team-a], flavors: [{name: gpu, nominalQuota: 8}]}\n"
-            "      localQueues:\n        - {name: other, namespace: team-b, clusterQueue: a}\n",
-            2,
-            "metadata.labels.kueue.x-k8s.io/queue-name",
-            "no LocalQueue 'default' in namespace 'team-b'",
-        ),
         (
             "name,namespace,runtime,pods\nx,ops,60,1\n",
             "      localQueues: []\n",
@@ -276,7 +267,7 @@ def test_a_job_created_before_the_scenarios_start_exits_2(tmp_path: Path) -> Non
     code, _, err = gpuplan("simulate", str(scenario), "--model", "kubernetes", "--out", str(tmp_path / "o"))
     assert (
         code == 2
-        and "jobs.yaml:1: metadata.creationTimestamp: " in err
+        and "jobs.yaml:3: metadata.creationTimestamp: " in err
         and "before the scenario's start" in err
     )
 
@@ -333,3 +324,45 @@ def test_wait_for_pods_ready_as_kueues_example(tmp_path: Path, block: bool) -> N
         assert timeouts == [1800.0, 3660.0, 5580.0, 7620.0, 9900.0, 12660.0]
         assert events[-1] == (12660.0, "Evicted", "InactiveWorkload")
         assert not any(event in ("PodsReady", "Finished") for _, event, _ in events)
+
+
+def test_validate_reads_the_list_and_names_the_label_line(tmp_path: Path) -> None:
+    wrong = PRIORITY_JOBS.replace(
+        "{kueue.x-k8s.io/priority-class: mid}", "{kueue.x-k8s.io/priority-class: mdi}"
+    )
+    scenario = write(tmp_path, "jobs.yaml", wrong, "      workloadPriorityClasses: [{name: low, value: 0}]\n")
+    code, _, err = gpuplan("validate", str(scenario))
+    assert code == 2
+    # the second job names 'low' (defined), the third 'mdi' (line 28, its labels)
+    assert "jobs.yaml:28: metadata.labels.kueue.x-k8s.io/priority-class: team-a/workload-mid: " in err
+    assert "no WorkloadPriorityClass 'mdi'" in err
+
+
+def test_a_listed_job_without_a_local_queue_is_not_kueues(tmp_path: Path) -> None:
+    # Kueue's default manageJobsWithoutQueueName: false: a job with no queue-name label, in a
+    # namespace without a LocalQueue named default, is not suspended: its pods go straight to
+    # kube-scheduler, beside the quota
+    jobs = """\
+name,namespace,queue_name,created,runtime,pods,gpus
+a1,team-a,,0,600,8,1
+y,team-b,other,1,600,8,1
+x,team-b,,2,600,8,1
+"""
+    kueue = """\
+      clusterQueues:
+        - {name: a, teams: [team-a], flavors: [{name: gpu, nominalQuota: 8}]}
+      localQueues:
+        - {name: other, namespace: team-b, clusterQueue: a}
+"""
+    scenario = write(tmp_path, "jobs.csv", jobs, kueue)
+    simulate_into(scenario, tmp_path / "out")
+    story = {
+        name: [(e["time_s"], e["event"], e["queue"]) for e in job_events(tmp_path / "out", "--job", name)]
+        for name in ("a1", "y", "x")
+    }
+    assert story["x"] == [(2.0, "Created", None), (2.0, "PodsReady", None), (602.0, "Finished", None)]
+    assert story["y"][1:3] == [
+        (600.0, "QuotaReserved", "a"),
+        (600.0, "Admitted", "a"),
+    ]  # waits for a1's quota
+    assert story["a1"][2] == (0.0, "Admitted", "a")

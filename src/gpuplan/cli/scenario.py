@@ -16,17 +16,19 @@ def validate(
     scenarios: Annotated[list[Path], typer.Argument(help="Scenario files to check.")],
     quiet: QuietOption = False,
 ) -> None:
-    """Check scenario files: every problem is reported with its file, line and field; exit 2 if any.
+    """Check scenario files, and the workload lists they name: every problem is reported with its
+    file, line and field; exit 2 if any.
 
     Example: gpuplan validate examples/*.yaml
     """
     from gpuplan.errors import GpuplanError
-    from gpuplan.scenario.load import load_scenario
+    from gpuplan.scenario.load import check_workload_lists, load_scenario
 
     failed = False
     for path in scenarios:
         try:
             loaded = load_scenario(path)
+            check_workload_lists(loaded)
         except GpuplanError as exc:
             failed = True
             error(str(exc))

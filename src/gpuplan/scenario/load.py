@@ -349,7 +349,7 @@ def _check_references(
 
     for index, workload in enumerate(scenario.workloads):
         at: Loc = ("workloads", index)
-        if isinstance(workload, JobListWorkload):  # read when simulated: its errors name its lines
+        if isinstance(workload, JobListWorkload):  # read (and checked) once the scenario is whole
             if not _resolve(located, workload.jobs).is_file():
                 problem((*at, "jobs"), f"no such file: {_resolve(located, workload.jobs)}")
             continue
@@ -475,3 +475,13 @@ def load_scenario(path: Path | str) -> LoadedScenario:
     if problems:
         raise ScenarioError(path, problems)
     return LoadedScenario(scenario=scenario, path=path, pools=pools, warnings=warnings, source=located)
+
+
+def check_workload_lists(loaded: LoadedScenario) -> None:
+    """Read each workload list the scenario names and check its jobs against the scenario (as
+    simulating does): InputError naming the list's file, line and field."""
+    from gpuplan.workload.kueue_jobs import read_checked_list
+
+    for workload in loaded.scenario.workloads:
+        if isinstance(workload, JobListWorkload):
+            read_checked_list(loaded, workload)

@@ -5,7 +5,8 @@ What is read, as Kueue reads it (kubernetes-sigs/kueue v0.19):
 
 - The LocalQueue, from the ``kueue.x-k8s.io/queue-name`` label (jobframework ``QueueNameForObject``);
   a job without it goes to the LocalQueue named ``default`` of its namespace, as Kueue's default
-  LocalQueue does (``jobframework/defaults.go``: ``ApplyDefaultLocalQueue``).
+  LocalQueue does (``jobframework/defaults.go``: ``ApplyDefaultLocalQueue``), and where there is none
+  Kueue does not manage it (``manageJobsWithoutQueueName: false``, the default).
 - The priority (``pkg/util/priority/priority.go``): the ``kueue.x-k8s.io/priority-class`` label names a
   WorkloadPriorityClass, which wins; else the pod template's ``priorityClassName`` names a
   PriorityClass; else the scenario's default class.
@@ -38,10 +39,10 @@ import math
 import re
 import shlex
 from collections.abc import Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from pydantic_core import PydanticCustomError
@@ -60,6 +61,10 @@ from gpuplan.workload.jobtable import (
     Labels,
 )
 from gpuplan.workload.k8s_pods import PodRequests
+
+if TYPE_CHECKING:
+    from gpuplan.scenario.load import LoadedScenario
+    from gpuplan.scenario.model import JobListWorkload
 
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 WORKLOAD_PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
@@ -140,6 +145,8 @@ class ListedJob:
     deadline_s: float | None  # spec.activeDeadlineSeconds
     pod_set: PodSet  # the pod sets, merged (they ask the same requests)
     line: int
+    # lines of the fields a check against the scenario may name (a manifest's; a CSV row has one)
+    field_lines: dict[str, int] = field(default_factory=dict, compare=False)
 
 
 def parse_quantity(value: Any) -> Decimal:
@@ -480,6 +487,12 @@ def _manifest_job(doc: _Document, order: int, selectors: Selectors) -> ListedJob
                 "controller would fail it, which is not modelled",
             )
     queue = labels.get(QUEUE_LABEL) or annotations.get(QUEUE_LABEL) or ""
+    where = {
+        "metadata.namespace": ("metadata", "namespace"),
+        "metadata.creationTimestamp": ("metadata", "creationTimestamp"),
+        f"metadata.labels.{QUEUE_LABEL}": ("metadata", "labels", QUEUE_LABEL),
+        f"metadata.labels.{WORKLOAD_PRIORITY_LABEL}": ("metadata", "labels", WORKLOAD_PRIORITY_LABEL),
+    }
     return ListedJob(
         name=name,
         namespace=namespace,
@@ -494,6 +507,7 @@ def _manifest_job(doc: _Document, order: int, selectors: Selectors) -> ListedJob
             "+".join(s.name for s in sets), pods, first.gpus, first.cpu_milli, first.memory_mib, first.pool
         ),
         line=doc.line(),
+        field_lines={name: doc.line(loc) for name, loc in where.items()},
     )
 
 
@@ -695,7 +709,7 @@ def listed_table(
         source_line=np.array([j.line for j in jobs], np.int64),
         workload=Labels.constant(workload, rows),
         name=labels([f"{j.namespace}/{j.name}" for j in jobs]),
-        local_queue=labels([j.queue_name or DEFAULT_LOCAL_QUEUE for j in jobs]),
+        local_queue=labels([j.queue_name for j in jobs]),  # "": the namespace's default LocalQueue
         workload_priority_class=labels([j.workload_priority_class for j in jobs]),
         priority_class=labels([j.priority_class for j in jobs]),
     )
@@ -704,3 +718,54 @@ def listed_table(
         memory_mib=np.array([j.pod_set.memory_mib for j in jobs], np.int64),
     )
     return table, requests
+
+
+def read_checked_list(loaded: LoadedScenario, workload: JobListWorkload) -> list[ListedJob]:
+    """The jobs of a scenario's workload list, each checked against the scenario: created no earlier
+    than its start, its namespace a team, and the LocalQueue and priority classes it names defined
+    (InputError at the job's line of the list)."""
+    path = loaded.resolve(workload.jobs)
+    listed = read_job_list(path, pool_selectors([(pool.name, pool.shape) for pool in loaded.pools]))
+    scenario = loaded.scenario
+    teams = [team.name for team in scenario.teams]
+    kubernetes = scenario.models.kubernetes
+    kueue = kubernetes.kueue
+    workload_classes = [c.name for c in kueue.workloadPriorityClasses]
+    classes = [c.name for c in kubernetes.priorities.classes]
+    start = scenario.start if scenario.start.tzinfo else scenario.start.replace(tzinfo=dt.UTC)
+
+    def refuse(job: ListedJob, field: str, message: str) -> InputError:
+        line = job.field_lines.get(field, job.line)
+        return InputError(f"{job.namespace}/{job.name}: {message}", path=path, line=line, field=field)
+
+    for job in listed:
+        if job.created_at is not None and job.created_at < start:
+            message = (
+                f"created at {job.created_at.isoformat()}, before the scenario's start ({start.isoformat()})"
+            )
+            raise refuse(job, "metadata.creationTimestamp", message)
+        if job.namespace not in teams:
+            message = f"namespace {job.namespace!r} is not a team of the scenario (teams: {', '.join(teams)})"
+            raise refuse(job, "metadata.namespace", message)
+        queue = job.queue_name or DEFAULT_LOCAL_QUEUE
+        # without the label and a default LocalQueue Kueue does not manage the job (its pods go
+        # straight to kube-scheduler); a LocalQueue named that does not exist is a mistake
+        if job.queue_name and kueue.enable and kueue.cluster_queue_of(job.namespace, queue) is None:
+            message = (
+                f"no LocalQueue {queue!r} in namespace {job.namespace!r} "
+                "(models.kubernetes.kueue.localQueues, or a ClusterQueue's teams for 'default')"
+            )
+            raise refuse(job, f"metadata.labels.{QUEUE_LABEL}", message)
+        if job.workload_priority_class and job.workload_priority_class not in workload_classes:
+            message = (
+                f"no WorkloadPriorityClass {job.workload_priority_class!r} "
+                f"(models.kubernetes.kueue.workloadPriorityClasses: {', '.join(workload_classes) or 'none'})"
+            )
+            raise refuse(job, f"metadata.labels.{WORKLOAD_PRIORITY_LABEL}", message)
+        if job.priority_class and job.priority_class not in classes:
+            message = (
+                f"no PriorityClass {job.priority_class!r} (models.kubernetes.priorities.classes: "
+                f"{', '.join(classes)})"
+            )
+            raise refuse(job, "spec.template.spec.priorityClassName", message)
+    return listed

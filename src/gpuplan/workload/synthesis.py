@@ -42,14 +42,7 @@ from gpuplan.scenario.model import (
 from gpuplan.workload.demand import read_demand_csv
 from gpuplan.workload.jobtable import Float64, JobTable, Labels
 from gpuplan.workload.k8s_pods import PodRequests
-from gpuplan.workload.kueue_jobs import (
-    QUEUE_LABEL,
-    WORKLOAD_PRIORITY_LABEL,
-    ListedJob,
-    listed_table,
-    pool_selectors,
-    read_job_list,
-)
+from gpuplan.workload.kueue_jobs import listed_table, read_checked_list
 from gpuplan.workload.readers import read_trace
 from gpuplan.workload.services import DEMAND_STEP_S, Service
 from gpuplan.workload.trace import Trace
@@ -256,57 +249,9 @@ def _trace_jobs(loaded: LoadedScenario, workload: TraceWorkload) -> JobTable:
 
 
 def _listed_jobs(loaded: LoadedScenario, workload: JobListWorkload) -> tuple[JobTable, PodRequests]:
-    """The jobs of a workload list, each checked against the scenario: its namespace is a team, and
-    the LocalQueue and priority classes it names exist (InputError at its line of the list)."""
-    path = loaded.resolve(workload.jobs)
-    listed = read_job_list(path, pool_selectors([(pool.name, pool.shape) for pool in loaded.pools]))
-    scenario = loaded.scenario
-    teams = [team.name for team in scenario.teams]
-    kubernetes = scenario.models.kubernetes
-    kueue = kubernetes.kueue
-    workload_classes = [c.name for c in kueue.workloadPriorityClasses]
-    classes = [c.name for c in kubernetes.priorities.classes]
-
-    def refuse(job: ListedJob, field: str, message: str) -> InputError:
-        return InputError(f"{job.namespace}/{job.name}: {message}", path=path, line=job.line, field=field)
-
-    start = scenario.start if scenario.start.tzinfo else scenario.start.replace(tzinfo=UTC)
-    for job in listed:
-        if job.created_at is not None and job.created_at < start:
-            raise refuse(
-                job,
-                "metadata.creationTimestamp",
-                f"created at {job.created_at.isoformat()}, before the scenario's start ({start.isoformat()})",
-            )
-        if job.namespace not in teams:
-            raise refuse(
-                job,
-                "metadata.namespace",
-                f"namespace {job.namespace!r} is not a team of the scenario (teams: {', '.join(teams)})",
-            )
-        queue = job.queue_name or "default"
-        if kueue.enable and kueue.cluster_queue_of(job.namespace, queue) is None:
-            raise refuse(
-                job,
-                f"metadata.labels.{QUEUE_LABEL}",
-                f"no LocalQueue {queue!r} in namespace {job.namespace!r} "
-                "(models.kubernetes.kueue.localQueues, or a ClusterQueue's teams for 'default')",
-            )
-        if job.workload_priority_class and job.workload_priority_class not in workload_classes:
-            raise refuse(
-                job,
-                f"metadata.labels.{WORKLOAD_PRIORITY_LABEL}",
-                f"no WorkloadPriorityClass {job.workload_priority_class!r} "
-                f"(models.kubernetes.kueue.workloadPriorityClasses: {', '.join(workload_classes) or 'none'})",
-            )
-        if job.priority_class and job.priority_class not in classes:
-            raise refuse(
-                job,
-                "spec.template.spec.priorityClassName",
-                f"no PriorityClass {job.priority_class!r} (models.kubernetes.priorities.classes: "
-                f"{', '.join(classes)})",
-            )
-    return listed_table(listed, scenario.start, workload.kind, workload.name)
+    """The jobs of a workload list, checked against the scenario (InputError at its line)."""
+    listed = read_checked_list(loaded, workload)
+    return listed_table(listed, loaded.scenario.start, workload.kind, workload.name)
 
 
 def demand_curve(

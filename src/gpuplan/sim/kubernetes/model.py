@@ -179,6 +179,7 @@ class KubernetesRun:
         self.kueue_preemption_reasons: dict[str, int] = {}  # Kueue's Preempted reason -> evictions
         self.given_up: dict[int, str] = {}  # job -> why the run gave it up (REQUEUING_LIMIT_EXCEEDED, ...)
         self.placing = 0  # jobs with pods created but not all bound
+        self.placing_admitted = 0  # of those, the ones Kueue admitted (blockAdmission waits for them)
         self.index = PodIndex(self.nodes.count, self.priority.tolist())
         self.events: list[tuple[float, int, int, int, int]] = []
         self.seq = 0
@@ -431,20 +432,29 @@ class KubernetesRun:
     def _enqueue(self, j: int) -> None:
         self.state[j] = QUEUED
         self._queued(j, +1)
-        if self.kueue is not None:
+        if self._managed(j):
+            assert self.kueue is not None
             self.queued_at[j] = self.now
             self.kueue.push(j, int(self.queue_of_job[j]), float(self.queue_ts[j]))
         else:
             self._create_pods(j)
 
+    def _managed(self, j: int) -> bool:
+        """Whether Kueue manages the job: it has a LocalQueue (a job of a workload list without
+        the queue-name label, in a namespace without a default LocalQueue, is not: with Kueue's
+        default manageJobsWithoutQueueName: false its pods go straight to kube-scheduler)."""
+        return self.kueue is not None and self.queue_of_job[j] >= 0
+
     def _queue_name(self, j: int) -> str:
         """The job's ClusterQueue ("" without Kueue)."""
-        return self.queue_names[int(self.queue_of_job[j])] if self.kueue is not None else ""
+        return self.queue_names[int(self.queue_of_job[j])] if self._managed(j) else ""
 
     def _create_pods(self, j: int) -> None:
         """The Job runs (Kueue unsuspends it): its pods go to kube-scheduler's queue."""
         self.state[j] = PLACING
         self.placing += 1
+        if self._managed(j):
+            self.placing_admitted += 1
         self.held_since[j] = self.now
         priority, generation = -int(self.priority[j]), int(self.generation[j])
         self.fresh.extend((priority, self.now, k, j, generation) for k in range(int(self.pods[j])))
@@ -480,7 +490,7 @@ class KubernetesRun:
 
     def _blocked(self) -> bool:
         """waitForPodsReady.blockAdmission: nothing is admitted while an admitted job waits for pods."""
-        return self.wait_ready.enable and self.wait_ready.blockAdmission and self.placing > 0
+        return self.wait_ready.enable and self.wait_ready.blockAdmission and self.placing_admitted > 0
 
     def _idle_until_now(self, j: int) -> None:
         if self.state[j] == PLACING and self.placed[j]:
@@ -516,6 +526,7 @@ class KubernetesRun:
         if self.state[j] == PLACING:
             self._idle_until_now(j)
             self.placing -= 1
+            self.placing_admitted -= self._managed(j)
             self._queued(j, -1)
         self.generation[j] += 1
         self._release_pods(j)
@@ -527,6 +538,7 @@ class KubernetesRun:
         self._idle_until_now(j)
         self.state[j] = RUNNING
         self.placing -= 1
+        self.placing_admitted -= self._managed(j)
         self._queued(j, -1)
         if math.isnan(self.start_s[j]):
             self.start_s[j] = self.now
@@ -543,7 +555,7 @@ class KubernetesRun:
         self.end_s[j] = self.now
         self.generation[j] += 1
         self._release_pods(j)
-        if self.kueue is not None:
+        if self.kueue is not None and j in self.kueue.flavor_of:
             self.kueue.release(j)
         self.state[j] = DONE
 
@@ -914,7 +926,9 @@ class KubernetesRun:
         for j, why in self.given_up.items():
             words[j] = why
         if self.kueue is not None:  # pending in a ClusterQueue at the end (none are in a requeue backoff)
-            for j in np.flatnonzero((self.state == QUEUED) & ~self.rejected).tolist():
+            for j in np.flatnonzero(
+                (self.state == QUEUED) & ~self.rejected & (self.queue_of_job >= 0)
+            ).tolist():
                 at_end = self.kueue.held_reason(j, float(self.queued_at[j]))
                 words[j] = at_end or words[j] or PENDING_EVALUATION
         for j in np.flatnonzero(self.state == PLACING).tolist():

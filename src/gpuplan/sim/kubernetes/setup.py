@@ -18,6 +18,7 @@ from gpuplan.workload.jobtable import Float64, Int32, Int64, JobTable, Labels
 
 DEFAULT_QUEUE = "default"
 DEFAULT_LOCAL_QUEUE = "default"  # Kueue's constants.DefaultLocalQueueName
+UNMANAGED = -1  # the queue of a job Kueue does not manage
 ANY_FLAVOR = "default-flavor"  # a ResourceFlavor without nodeLabels: its workloads' pods go to any pool
 
 
@@ -222,10 +223,20 @@ def build_kueue(
     assert isinstance(local_queue, Labels)
     # a job's LocalQueue: the one it names, else its namespace's "default" (Kueue's default LocalQueue)
     pairs, pair_codes = np.unique(np.stack([jobs.team.codes, local_queue.codes]), axis=1, return_inverse=True)
+    named = jobs.column("name")
+    assert isinstance(named, Labels)
+    # (namespace, LocalQueue) pairs whose every job is a listed one (generated and traced jobs need a queue)
+    listed = np.ones((len(jobs.team.labels), max(len(local_queue.labels), 1)), bool)
+    unnamed = np.array([n == "" for n in named.labels], bool)[named.codes] if len(jobs) else np.zeros(0, bool)
+    listed[jobs.team.codes[unnamed], local_queue.codes[unnamed]] = False
     pair_queue = []
     for team_code, local_code in pairs.T.tolist():
-        team, local = jobs.team.labels[team_code], local_queue.labels[local_code] or DEFAULT_LOCAL_QUEUE
-        name = settings.cluster_queue_of(team, local)
+        team, given = jobs.team.labels[team_code], local_queue.labels[local_code]
+        name = settings.cluster_queue_of(team, given or DEFAULT_LOCAL_QUEUE)
+        if name is None and not given and listed[team_code, local_code]:
+            pair_queue.append(UNMANAGED)  # a listed job without a queue-name: Kueue leaves it alone
+            continue
+        local = given or DEFAULT_LOCAL_QUEUE
         if name is None:
             raise InputError(
                 f"team {team!r} has no LocalQueue {local!r}: list the team in a ClusterQueue's teams, add "
@@ -367,7 +378,7 @@ def refusals(
 
     reasons = []
     for j, (where, usable_flavors) in enumerate(zip(reach, flavors, strict=True)):
-        if kueue is None:
+        if kueue is None or queue_of_job[j] == UNMANAGED:
             reasons.append("" if where.spread else where.short or insufficient(GPU_RESOURCE))
             continue
         policy = kueue.queues[int(queue_of_job[j])].policy
