@@ -280,12 +280,12 @@ def test_the_csv_form_gives_the_jobs_the_manifests_give(tmp_path: Path) -> None:
         (
             SAMPLE_JOB.replace(
                 "    spec:\n      containers:",
-                "    metadata:\n      annotations:\n        kueue.x-k8s.io/podset-required-topology: "
-                "cloud.provider.com/topology-block\n    spec:\n      containers:",
+                "    metadata:\n      annotations:\n        kueue.x-k8s.io/podset-slice-size: "
+                "'4'\n    spec:\n      containers:",
             ),
             14,
-            "spec.template.metadata.annotations.kueue.x-k8s.io/podset-required-topology",
-            "Topology Aware Scheduling",
+            "spec.template.metadata.annotations.kueue.x-k8s.io/podset-slice-size",
+            "slices) is not modelled yet",
         ),
         (
             SAMPLE_JOB.replace("      restartPolicy", "      tolerations: [{key: a}]\n      restartPolicy"),

@@ -348,10 +348,62 @@ class Hpa(Section):
     )
 
 
+HOSTNAME = "kubernetes.io/hostname"
+# the levels the OCI HPC OKE stack labels GPU nodes with, top first
+OCI_RDMA_LEVELS = (
+    "oci.oraclecloud.com/rdma.hpc_island_id",
+    "oci.oraclecloud.com/rdma.network_block_id",
+    "oci.oraclecloud.com/rdma.local_block_id",
+    HOSTNAME,
+)
+
+
+class TopologyLevel(Section):
+    nodeLabel: str
+    nodes: int | None = Field(
+        None,
+        ge=1,
+        le=MAX_SIZE_NODES,
+        description="nodes in each domain of the level, in node order (1 for kubernetes.io/hostname)",
+    )
+
+
+class Topology(Section):
+    """A Kueue Topology (Topology Aware Scheduling): its levels, top first, each with the nodes of
+    one of its domains, as the node labels put them: a pool's nodes in order fill the first domain
+    of every level, then the next (https://kueue.sigs.k8s.io/docs/concepts/topology_aware_scheduling/)."""
+
+    name: str
+    levels: list[TopologyLevel] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _nested(self) -> Topology:
+        labels = [level.nodeLabel for level in self.levels]
+        if len(set(labels)) < len(labels):
+            raise PydanticCustomError("topology", "a node label is named twice", {})
+        sizes = [1 if level.nodeLabel == HOSTNAME else level.nodes for level in self.levels]
+        if any(size is None for size in sizes):
+            raise PydanticCustomError("topology", "give each level but kubernetes.io/hostname its nodes", {})
+        if HOSTNAME in labels and labels[-1] != HOSTNAME:
+            raise PydanticCustomError("topology", "kubernetes.io/hostname is the lowest level", {})
+        for upper, lower in itertools.pairwise(sizes):
+            assert upper is not None and lower is not None
+            if upper % lower or upper <= lower:
+                raise PydanticCustomError(
+                    "topology", "each level's domains hold a whole number (> 1) of the next level's", {}
+                )
+        return self
+
+    def sizes(self) -> list[int]:
+        return [1 if level.nodeLabel == HOSTNAME else level.nodes or 1 for level in self.levels]
+
+
 class NodePool(Section):
-    """An OKE node pool's autoscaling bounds (cluster autoscaler node group)."""
+    """An OKE node pool's autoscaling bounds (cluster autoscaler node group), and the Topology its
+    nodes are labelled with (its ResourceFlavor's ``topologyName``)."""
 
     pool: str
+    topologyName: str | None = Field(None, description="a topologies[] name: its flavor uses TAS")
     minNodes: int | None = Field(None, ge=0, le=MAX_SIZE_NODES, description="default: the pool's nodes")
     maxNodes: int | None = Field(
         None,
@@ -385,6 +437,7 @@ class KubernetesSettings(Section):
     priorities: Priorities = Priorities()
     hpa: Hpa = Hpa()
     nodePools: list[NodePool] = Field(default_factory=list)
+    topologies: list[Topology] = Field(default_factory=list)
     clusterAutoscaler: ClusterAutoscaler = ClusterAutoscaler()
 
     @model_validator(mode="after")
@@ -484,8 +537,11 @@ def kubernetes_problems(
                 problems.append(
                     ((*at, "kueue", "clusterQueues"), f"team {team!r} has no LocalQueue in any ClusterQueue")
                 )
+    topologies = [t.name for t in settings.topologies]
     for p, pool in enumerate(settings.nodePools):
         known((*at, "nodePools", p, "pool"), pool.pool, pools, "pool")
+        if pool.topologyName is not None:
+            known((*at, "nodePools", p, "topologyName"), pool.topologyName, topologies, "topology")
     for name in settings.hpa.maxReplicas:
         known((*at, "hpa", "maxReplicas", name), name, services, "service")
     return problems

@@ -118,7 +118,14 @@ class Labels:
 
 
 # Optional text columns, "" for every job when absent.
-TEXT_COLUMNS = ("workload", "name", "local_queue", "workload_priority_class", "priority_class")
+TEXT_COLUMNS = (
+    "workload",
+    "name",
+    "local_queue",
+    "workload_priority_class",
+    "priority_class",
+    "topology_request",
+)
 
 
 @dataclass(frozen=True)
@@ -155,6 +162,8 @@ class JobTable:
     local_queue: Labels | None = None
     workload_priority_class: Labels | None = None
     priority_class: Labels | None = None
+    # its Topology Aware Scheduling request: "required=<node label>", "preferred=<...>", "unconstrained"
+    topology_request: Labels | None = None
 
     def column(self, name: str) -> Labels | npt.NDArray[Any]:
         """A column, with optional columns filled with their defaults ("", NaN, False) when absent."""

@@ -28,8 +28,10 @@ What Kubernetes manifests do not say, gpuplan annotations say (on the job's ``me
 Kueue's examples do: ``command: [sleep]``, ``args: [100s]``, or ``sh -c "sleep 60"``) runs N.
 
 What changes scheduling but is not modelled yet is refused with the file, line and field, never
-dropped: affinity, tolerations, topology spread, other node selectors than a pool's, Topology Aware
-Scheduling annotations, partial admission, and pod sets of one workload asking different requests.
+dropped: affinity, tolerations, topology spread, other node selectors than a pool's, pod-set groups
+and slices of Topology Aware Scheduling, partial admission, and pod sets of one workload asking
+different requests. The TAS requests (``kueue.x-k8s.io/podset-required-topology``,
+``-preferred-topology``, ``-unconstrained-topology``) are read.
 """
 
 from __future__ import annotations
@@ -75,11 +77,16 @@ POOL_SELECTOR = "gpuplan.io/pool"  # a node selector naming a scenario pool
 SHAPE_SELECTOR = "node.kubernetes.io/instance-type"  # OKE's label: the node's OCI shape
 GPU = "nvidia.com/gpu"
 IGNORED_RESOURCES = ("ephemeral-storage",)
-# Pod-template annotations of Kueue features gpuplan does not model yet (Topology Aware Scheduling).
+# Topology Aware Scheduling requests on a pod template (constants.PodSetRequiredTopologyAnnotation...)
+REQUIRED_TOPOLOGY = "kueue.x-k8s.io/podset-required-topology"
+PREFERRED_TOPOLOGY = "kueue.x-k8s.io/podset-preferred-topology"
+UNCONSTRAINED_TOPOLOGY = "kueue.x-k8s.io/podset-unconstrained-topology"
+# TAS features gpuplan does not model yet
 UNMODELLED_ANNOTATIONS = (
-    "kueue.x-k8s.io/podset-required-topology",
-    "kueue.x-k8s.io/podset-preferred-topology",
-    "kueue.x-k8s.io/podset-unconstrained-topology",
+    "kueue.x-k8s.io/podset-group-name",
+    "kueue.x-k8s.io/podset-slice-required-topology",
+    "kueue.x-k8s.io/podset-slice-size",
+    "kueue.x-k8s.io/podset-slice-required-topology-constraints",
 )
 PARTIAL_ADMISSION = "kueue.x-k8s.io/job-min-parallelism"
 UNMODELLED_POD_FIELDS = ("affinity", "tolerations", "topologySpreadConstraints", "nodeName", "resourceClaims")
@@ -127,6 +134,7 @@ class PodSet:
     cpu_milli: int
     memory_mib: int
     pool: str
+    topology: str = ""  # "required=<level>", "preferred=<level>", "unconstrained" or "" (no TAS)
 
 
 @dataclass(frozen=True)
@@ -315,14 +323,26 @@ def _pod_set(doc: _Document, name: str, count: int, at: Loc, template: Any, sele
     if not isinstance(template, dict):
         raise doc.error(at, "missing the pod template")
     metadata = doc.get(template, (*at, "metadata"), dict, {})
+    annotations = doc.get(metadata, (*at, "metadata", "annotations"), dict, {})
     for annotation in UNMODELLED_ANNOTATIONS:
-        for part in ("annotations", "labels"):
-            if annotation in doc.get(metadata, (*at, "metadata", part), dict, {}):
+        if annotation in annotations:
+            raise doc.error(
+                (*at, "metadata", "annotations", annotation),
+                "this Topology Aware Scheduling request (pod-set groups, slices) is not modelled yet",
+            )
+    topology = ""
+    for annotation, mode in ((REQUIRED_TOPOLOGY, "required"), (PREFERRED_TOPOLOGY, "preferred")):
+        if annotation in annotations:
+            level = doc.get(annotations, (*at, "metadata", "annotations", annotation), str)
+            if topology or not level:
                 raise doc.error(
-                    (*at, "metadata", part, annotation),
-                    "Topology Aware Scheduling is not modelled yet: remove the annotation to simulate "
-                    "the job without it",
+                    (*at, "metadata", "annotations", annotation), "one topology level is expected"
                 )
+            topology = f"{mode}={level}"
+    if str(annotations.get(UNCONSTRAINED_TOPOLOGY, "")).lower() == "true":
+        if topology:
+            raise doc.error((*at, "metadata", "annotations", UNCONSTRAINED_TOPOLOGY), "one topology request")
+        topology = "unconstrained"
     pod = doc.get(template, (*at, "spec"), dict, {})
     for unmodelled in UNMODELLED_POD_FIELDS:
         if pod.get(unmodelled):
@@ -355,7 +375,7 @@ def _pod_set(doc: _Document, name: str, count: int, at: Loc, template: Any, sele
         raise doc.error(
             where, f"memory of {memory_mib:,} MiB in one pod: at most {MAX_MEMORY_MIB_PER_NODE:,}"
         )
-    return PodSet(name, count, int(gpus), cpu_milli, memory_mib, pool)
+    return PodSet(name, count, int(gpus), cpu_milli, memory_mib, pool, topology)
 
 
 def _duration(doc: _Document, loc: Loc, value: Any) -> float:
@@ -418,15 +438,16 @@ def _manifest_job(doc: _Document, order: int, selectors: Selectors) -> ListedJob
         raise doc.error(("spec",), "no pod sets (pod templates)")
     first = sets[0]
     for other in sets[1:]:
-        if (other.gpus, other.cpu_milli, other.memory_mib, other.pool) != (
+        if (other.gpus, other.cpu_milli, other.memory_mib, other.pool, other.topology) != (
             first.gpus,
             first.cpu_milli,
             first.memory_mib,
             first.pool,
+            first.topology,
         ):
             raise doc.error(
                 ("spec",),
-                f"pod sets {first.name!r} and {other.name!r} ask different requests or pools "
+                f"pod sets {first.name!r} and {other.name!r} ask different requests, pools or topology "
                 f"({first.gpus} GPUs, {first.cpu_milli}m cpu, {first.memory_mib} MiB against {other.gpus}, "
                 f"{other.cpu_milli}m, {other.memory_mib} MiB): a workload's pods are modelled alike, "
                 "so give them the same requests",
@@ -503,9 +524,7 @@ def _manifest_job(doc: _Document, order: int, selectors: Selectors) -> ListedJob
         created_at=created_at,
         runtime_s=runtime,
         deadline_s=deadline,
-        pod_set=PodSet(
-            "+".join(s.name for s in sets), pods, first.gpus, first.cpu_milli, first.memory_mib, first.pool
-        ),
+        pod_set=replace(first, name="+".join(s.name for s in sets), count=pods),
         line=doc.line(),
         field_lines={name: doc.line(loc) for name, loc in where.items()},
     )
@@ -531,6 +550,7 @@ CSV_COLUMNS = (
     Column("cpu", "text", required=False),
     Column("memory", "text", required=False),
     Column("pool", "text", required=False),
+    Column("topology", "text", required=False),
 )
 
 
@@ -539,8 +559,9 @@ def read_job_csv(path: Path, selectors: Selectors) -> list[ListedJob]:
     ``name``, ``runtime`` (seconds) and ``pods`` (per pod set), and optionally ``namespace``
     (default ``default``), ``queue_name``, ``workload_priority_class``, ``priority_class``,
     ``created`` (seconds after the scenario's start), ``gpus``, ``cpu`` and ``memory`` (per pod, as
-    Kubernetes quantities: ``500m``, ``16``, ``64Gi``) and ``pool``. Rows of one namespace and name
-    are the pod sets of one workload: they give the same job fields and requests."""
+    Kubernetes quantities: ``500m``, ``16``, ``64Gi``), ``pool`` and ``topology`` (``required=<node
+    label>``, ``preferred=<node label>`` or ``unconstrained``: Topology Aware Scheduling). Rows of one
+    namespace and name are the pod sets of one workload: they give the same job fields and requests."""
     known = {column.name for column in CSV_COLUMNS}
 
     def check_header(header: tuple[str, ...]) -> None:
@@ -563,7 +584,7 @@ def read_job_csv(path: Path, selectors: Selectors) -> list[ListedJob]:
 
     names, namespaces, queues = text("name"), text("namespace", "default"), text("queue_name")
     wpcs, pcs, pools_named = text("workload_priority_class"), text("priority_class"), text("pool")
-    cpus, memories = text("cpu"), text("memory")
+    cpus, memories, topologies = text("cpu"), text("memory"), text("topology")
     created, runtime, pods, gpus = (
         number("created", 0.0),
         number("runtime", 0.0),
@@ -599,6 +620,7 @@ def read_job_csv(path: Path, selectors: Selectors) -> list[ListedJob]:
             quantity("cpu", cpus[row], 1000),
             math.ceil(quantity("memory", memories[row], 1) / 2**20),
             pool,
+            _csv_topology(path, int(line), topologies[row]),
         )
         job = ListedJob(
             name=names[row],
@@ -630,6 +652,19 @@ def read_job_csv(path: Path, selectors: Selectors) -> list[ListedJob]:
             earlier, pod_set=replace(earlier.pod_set, count=earlier.pod_set.count + pod_set.count)
         )
     return list(jobs.values())
+
+
+def _csv_topology(path: Path, line: int, cell: str) -> str:
+    """A CSV ``topology`` cell: ``required=<level>``, ``preferred=<level>``, ``unconstrained`` or empty."""
+    mode, _, level = cell.partition("=")
+    if cell == "" or cell == "unconstrained" or (mode in ("required", "preferred") and level):
+        return cell
+    raise InputError(
+        f"expected required=<node label>, preferred=<node label> or unconstrained, got {cell!r}",
+        path=path,
+        line=line,
+        field="topology",
+    )
 
 
 def _alike(job: ListedJob) -> ListedJob:
@@ -712,6 +747,7 @@ def listed_table(
         local_queue=labels([j.queue_name for j in jobs]),  # "": the namespace's default LocalQueue
         workload_priority_class=labels([j.workload_priority_class for j in jobs]),
         priority_class=labels([j.priority_class for j in jobs]),
+        topology_request=labels([j.pod_set.topology for j in jobs]),
     )
     requests = PodRequests(
         cpu_milli=np.array([j.pod_set.cpu_milli for j in jobs], np.int64),
@@ -733,6 +769,7 @@ def read_checked_list(loaded: LoadedScenario, workload: JobListWorkload) -> list
     workload_classes = [c.name for c in kueue.workloadPriorityClasses]
     classes = [c.name for c in kubernetes.priorities.classes]
     start = scenario.start if scenario.start.tzinfo else scenario.start.replace(tzinfo=dt.UTC)
+    levels = {level.nodeLabel for topology in kubernetes.topologies for level in topology.levels}
 
     def refuse(job: ListedJob, field: str, message: str) -> InputError:
         line = job.field_lines.get(field, job.line)
@@ -762,6 +799,13 @@ def read_checked_list(loaded: LoadedScenario, workload: JobListWorkload) -> list
                 f"(models.kubernetes.kueue.workloadPriorityClasses: {', '.join(workload_classes) or 'none'})"
             )
             raise refuse(job, f"metadata.labels.{WORKLOAD_PRIORITY_LABEL}", message)
+        level = job.pod_set.topology.partition("=")[2]
+        if level and level not in levels:
+            message = (
+                f"no Topology has the level {level!r} (models.kubernetes.topologies: "
+                f"{', '.join(sorted(levels)) or 'none'})"
+            )
+            raise refuse(job, "spec.template.metadata.annotations", message)
         if job.priority_class and job.priority_class not in classes:
             message = (
                 f"no PriorityClass {job.priority_class!r} (models.kubernetes.priorities.classes: "

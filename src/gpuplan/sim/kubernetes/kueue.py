@@ -82,6 +82,13 @@ class Decision:
     flavor: int
     mode: Mode
     victims: tuple[int, ...] = ()
+    # Topology Aware Scheduling: (node, pods) the workload's pods go to ((): no TAS)
+    placement: tuple[tuple[int, int], ...] = ()
+
+
+# Where a TAS workload's pods fit on a flavor now: (node, pods) pairs, () when the flavor or the
+# workload does not use TAS, None when the pods do not fit the topology.
+Placement = Callable[[int, int], tuple[tuple[int, int], ...] | None]
 
 
 # How a candidate may be preempted (classical/hierarchical_preemption.go preemptionVariant) and the
@@ -201,8 +208,10 @@ class Kueue:
         fair_sharing: bool = False,
         strategies: tuple[str, ...] = ("LessThanOrEqualToFinalShare", "LessThanInitialShare"),
         flavors_of_job: list[tuple[int, ...]] | None = None,
+        placement: Placement | None = None,
     ) -> None:
         self.tree = tree
+        self.placement = placement
         self.queues = [_Queue(policy) for policy in policies]
         self.request = request  # per job: thousandths of GPUs
         # flavors whose nodes can hold the job's pods (its node selector / affinity); None: any
@@ -326,10 +335,11 @@ class Kueue:
         policy = self.queues[queue].policy
         node, request = policy.node, self.request[job]
         if self._fits(node, flavor, request):
-            return Decision(job, queue, flavor, Mode.FIT), (
-                _FIT,
-                self.tree.borrow_height(node, flavor, request),
-            )
+            placed = () if self.placement is None else self.placement(job, flavor)
+            if placed is None:  # the quota fits, the topology does not (TAS: the flavor does not fit)
+                return Decision(job, queue, flavor, Mode.NO_FIT), _WORST
+            rank = (_FIT, self.tree.borrow_height(node, flavor, request))
+            return Decision(job, queue, flavor, Mode.FIT, placement=placed), rank
         if not self._may_preempt(policy, flavor, request):
             return Decision(job, queue, flavor, Mode.NO_FIT), _WORST
         victims = self._preemption_targets(job, queue, flavor) if policy.preempts else []

@@ -68,9 +68,12 @@ from gpuplan.sim.kubernetes.setup import (
     job_reach,
     kueue_flavors,
     pod_requests,
+    pool_topologies,
     refusals,
     scoring_of,
+    topology_requests,
 )
+from gpuplan.sim.kubernetes.tas import Topology
 from gpuplan.sim.outcome import COMPLETED, REJECTED, UNFINISHED, ModelRun, PoolSchedule
 from gpuplan.workload.jobtable import Int32, Int64, JobTable, Labels
 from gpuplan.workload.k8s_pods import PodRequests
@@ -210,6 +213,10 @@ class KubernetesRun:
         self.kueue: Kueue | None = None
         self.queue_of_job: Int32 = np.zeros(n, np.int32)
         self.queue_names: list[str] = []
+        # Topology Aware Scheduling: each pool's Topology (its flavor's), each job's request
+        self.topologies = pool_topologies(settings, pools)
+        self.topology_request = topology_requests(jobs)
+        uses_tas = any(t is not None for t in self.topologies)
         if settings.kueue.enable:
             self.kueue, self.queue_of_job, self.queue_names = build_kueue(
                 jobs,
@@ -219,8 +226,12 @@ class KubernetesRun:
                 self.workload_priority,
                 pools,
                 flavors,
-                flavor_per_pool=bool((self.pool_sel >= 0).any()),
+                flavor_per_pool=bool((self.pool_sel >= 0).any()) or uses_tas,
+                placement=self._tas_placement if uses_tas else None,
             )
+            if uses_tas:
+                for j in range(n):
+                    flavors[j] = self._tas_flavors(j, flavors[j])
         if self.kueue is not None:
             for q, queue in enumerate(settings.kueue.clusterQueues):
                 if queue.stopPolicy != "None":
@@ -265,6 +276,61 @@ class KubernetesRun:
         heapq.heappush(self.events, (when, kind, self.seq, a, b))
         if kind not in PERIODIC:
             self.batch_events += 1
+
+    def _tas_flavors(self, j: int, flavors: tuple[int, ...]) -> tuple[int, ...]:
+        """The flavors a job may use as Topology Aware Scheduling matches them (tas_flavorassigner.go
+        checkPodSetAndFlavorMatchForTAS): a job asking TAS only TAS flavors having its level; one
+        that does not, no TAS flavor, unless its ClusterQueue has only TAS flavors (TAS implied)."""
+        q = int(self.queue_of_job[j])
+        if self.kueue is None or q < 0:
+            return flavors
+        request, pools = self.topology_request[j], len(self.topologies)
+
+        def topology(f: int) -> Topology | None:
+            return self.topologies[f] if f < pools else None
+
+        tas_only = all(topology(f) is not None for f in self.kueue.queues[q].policy.flavors)
+        kept = []
+        for f in flavors:
+            found = topology(f)
+            if request is not None:
+                if found is None or (request[1] is not None and request[1] not in found.levels):
+                    continue
+            elif found is not None and not tas_only:
+                continue
+            kept.append(f)
+        return tuple(kept)
+
+    def _tas_placement(self, j: int, flavor: int) -> tuple[tuple[int, int], ...] | None:
+        """Where Topology Aware Scheduling puts the job's pods on ``flavor`` now (Kueue.Placement):
+        each node of the pool holding as many more of them as its free GPUs, CPU and memory allow
+        (nodes not up hold none)."""
+        topology = self.topologies[flavor] if flavor < len(self.topologies) else None
+        if topology is None or self.queue_of_job[j] < 0:
+            return ()
+        # no request on a TAS-only ClusterQueue: implied, as unconstrained (_tas_flavors)
+        request = self.topology_request[j] or ("unconstrained", None)
+        first, stop = int(self.nodes.pool_first[flavor]), int(self.nodes.pool_first[flavor + 1])
+        pod, nodes = self.requests[j], self.nodes
+        if pod.milli >= MILLI:
+            capacity = (
+                nodes.whole_free[first:stop] // max(pod.gpus, 1)
+                if pod.gpus
+                else np.full(stop - first, 1 << 30)
+            )
+        else:  # shares of one GPU: as many as each GPU's free thousandths hold
+            free = np.maximum(nodes.gpu_free[first:stop], 0)
+            capacity = (free // max(pod.milli, 1)).sum(axis=1)
+        if pod.cpu > 0:
+            capacity = np.minimum(capacity, nodes.cpu_free[first:stop] // pod.cpu)
+        if pod.mem > 0:
+            capacity = np.minimum(capacity, nodes.mem_free[first:stop] // pod.mem)
+        capacity = np.where(nodes.up[first:stop], capacity, 0)
+        mode, label = request
+        found = topology.assign(capacity.tolist(), int(self.pods[j]), label, mode)
+        if found is None:
+            return None
+        return tuple(sorted((first + node, pods) for node, pods in found.items()))
 
     def _quota_node(self, change: KueueChange) -> int:
         """The quota-tree node a change edits."""
@@ -474,10 +540,26 @@ class KubernetesRun:
         queue, flavor = self._queue_name(j), self.flavor_names[decision.flavor]
         self.log.add(j, self.now, QUOTA_RESERVED, queue=queue, flavor=flavor)
         self.log.add(j, self.now, ADMITTED, queue=queue, flavor=flavor)
-        self._create_pods(j)
+        if decision.placement:
+            self._place_by_topology(j, decision.placement)
+        else:
+            self._create_pods(j)
         self.newly_admitted.append(j)
         if self.wait_ready.enable:
             self._push(self.now + self.wait_ready.timeout, PODS_READY_TIMEOUT, j, int(self.generation[j]))
+
+    def _place_by_topology(self, j: int, placement: tuple[tuple[int, int], ...]) -> None:
+        """The pods of a TAS workload go to the nodes Kueue assigned (the pod template's node
+        selectors and scheduling gates pin them there); they fit, as the assignment was made from
+        the nodes' free capacity this instant, so they are bound at once."""
+        self.state[j] = PLACING
+        self.placing += 1
+        self.placing_admitted += 1
+        self.held_since[j] = self.now
+        for node, pods in placement:
+            for _ in range(pods):
+                self._bind(j, node)
+        self._start(j)
 
     def _with_pool(self, pod: PodRequest, pool: int) -> PodRequest:
         """The request with a node selector to ``pool``; equal requests are one object (the pass

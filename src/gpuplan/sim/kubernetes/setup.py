@@ -8,12 +8,14 @@ import numpy as np
 import numpy.typing as npt
 
 from gpuplan.errors import InputError
-from gpuplan.scenario.kubernetes import FlavorQuota, KubernetesSettings
+from gpuplan.scenario.kubernetes import HOSTNAME, FlavorQuota, KubernetesSettings
 from gpuplan.scenario.kubernetes import Kueue as KueueSettings
 from gpuplan.sim.kubernetes.cluster import MILLI, UNKNOWN, NodePoolSpec
-from gpuplan.sim.kubernetes.kueue import Kueue, QueuePolicy
+from gpuplan.sim.kubernetes.kueue import Kueue, Placement, QueuePolicy
 from gpuplan.sim.kubernetes.quota import NO_LIMIT, QuotaNode, QuotaTree
 from gpuplan.sim.kubernetes.scheduler import PodRequest, Scoring
+from gpuplan.sim.kubernetes.tas import Mode as TasMode
+from gpuplan.sim.kubernetes.tas import Topology
 from gpuplan.workload.jobtable import Float64, Int32, Int64, JobTable, Labels
 
 DEFAULT_QUEUE = "default"
@@ -158,6 +160,7 @@ def build_kueue(
     pool_specs: list[NodePoolSpec],
     flavors_of_job: list[tuple[int, ...]],
     flavor_per_pool: bool = True,
+    placement: Placement | None = None,
 ) -> tuple[Kueue, Int32, list[str]]:
     """Kueue's quota tree and ClusterQueues from ``models.kubernetes.kueue``, and each job's queue.
 
@@ -255,6 +258,7 @@ def build_kueue(
         fair_sharing=settings.fairSharing.enable,
         strategies=tuple(settings.fairSharing.preemptionStrategies),
         flavors_of_job=flavors_of_job,
+        placement=placement,
     )
     return kueue, queue_of_job, [queue.name for queue in queues]
 
@@ -390,3 +394,48 @@ def refusals(
         else:
             reasons.append("")
     return reasons
+
+
+def pool_topologies(settings: KubernetesSettings, pools: list[NodePoolSpec]) -> list[Topology | None]:
+    """Each pool's Topology (its nodePools entry's topologyName), its nodes labelled in order: the
+    first ``nodes`` of a level's size in its first domain, and so on; the hostname is the node's
+    name. Domain values are the domain's number at that level, zero-padded so they sort as numbers."""
+    by_name = {topology.name: topology for topology in settings.topologies}
+    chosen = {pool.pool: by_name[pool.topologyName] for pool in settings.nodePools if pool.topologyName}
+    result: list[Topology | None] = []
+    for spec in pools:
+        topology = chosen.get(spec.name)
+        if topology is None:
+            result.append(None)
+            continue
+        sizes, labels = topology.sizes(), [level.nodeLabel for level in topology.levels]
+        paths = [
+            tuple(
+                spec.name_of(slot) if label == HOSTNAME else f"{slot // size:05d}"
+                for label, size in zip(labels, sizes, strict=True)
+            )
+            for slot in range(max(spec.nodes, spec.max_nodes))
+        ]
+        if labels[-1] != HOSTNAME:  # the nodes are the leaves below the lowest level
+            labels, paths = (
+                [*labels, HOSTNAME],
+                [(*path, spec.name_of(slot)) for slot, path in enumerate(paths)],
+            )
+        result.append(Topology(labels, paths))
+    return result
+
+
+def topology_requests(jobs: JobTable) -> list[tuple[TasMode, str | None] | None]:
+    """Each job's Topology Aware Scheduling request (mode, node label), None for none."""
+    column = jobs.column("topology_request")
+    assert isinstance(column, Labels)
+    modes: dict[str, TasMode] = {
+        "required": "required",
+        "preferred": "preferred",
+        "unconstrained": "unconstrained",
+    }
+    parsed: list[tuple[TasMode, str | None] | None] = []
+    for label in column.labels:
+        mode, _, level = label.partition("=")
+        parsed.append((modes[mode], level or None) if mode in modes else None)
+    return [parsed[code] for code in column.codes.tolist()]
