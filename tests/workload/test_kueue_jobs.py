@@ -288,10 +288,13 @@ def test_the_csv_form_gives_the_jobs_the_manifests_give(tmp_path: Path) -> None:
             "slices) is not modelled yet",
         ),
         (
-            SAMPLE_JOB.replace("      restartPolicy", "      tolerations: [{key: a}]\n      restartPolicy"),
+            SAMPLE_JOB.replace(
+                "      restartPolicy",
+                "      tolerations: [{key: a, tolerationSeconds: 30}]\n      restartPolicy",
+            ),
             22,
-            "spec.template.spec.tolerations",
-            "not modelled yet",
+            "spec.template.spec.tolerations[0].tolerationSeconds",
+            "not modelled",
         ),
         (
             SAMPLE_JOB.replace(

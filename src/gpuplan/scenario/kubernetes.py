@@ -348,6 +348,42 @@ class Hpa(Section):
     )
 
 
+TaintEffect = Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
+
+
+class Taint(Section):
+    """A node taint every node of the pool has (``kubectl taint``; OKE node pools: ``initial_node_labels``
+    and taints in the stack's node pool settings)."""
+
+    key: str
+    value: str = ""
+    effect: TaintEffect
+
+
+class Toleration(Section):
+    """A pod's toleration (core/v1 Toleration; tolerationSeconds is not modelled)."""
+
+    key: str = ""
+    operator: Literal["Equal", "Exists"] = "Equal"
+    value: str = ""
+    effect: TaintEffect | Literal[""] = ""
+
+
+def format_tolerations(tolerations: list[Toleration]) -> str:
+    """Tolerations as one text (a job table's ``tolerations`` column), read back by parse_tolerations."""
+    return ";".join(f"{t.key}|{t.operator}|{t.value}|{t.effect}" for t in tolerations)
+
+
+def parse_tolerations(text: str) -> list[Toleration]:
+    result = []
+    for part in filter(None, text.split(";")):
+        key, operator, value, effect = part.split("|")
+        result.append(
+            Toleration.model_validate({"key": key, "operator": operator, "value": value, "effect": effect})
+        )
+    return result
+
+
 HOSTNAME = "kubernetes.io/hostname"
 # the levels the OCI HPC OKE stack labels GPU nodes with, top first
 OCI_RDMA_LEVELS = (
@@ -404,6 +440,9 @@ class NodePool(Section):
 
     pool: str
     topologyName: str | None = Field(None, description="a topologies[] name: its flavor uses TAS")
+    taints: list[Taint] = Field(
+        default_factory=list, description="taints of every node (e.g. nvidia.com/gpu=present:NoSchedule)"
+    )
     minNodes: int | None = Field(None, ge=0, le=MAX_SIZE_NODES, description="default: the pool's nodes")
     maxNodes: int | None = Field(
         None,
@@ -438,6 +477,11 @@ class KubernetesSettings(Section):
     hpa: Hpa = Hpa()
     nodePools: list[NodePool] = Field(default_factory=list)
     topologies: list[Topology] = Field(default_factory=list)
+    extendedResourceToleration: bool = Field(
+        False,
+        description="kube-apiserver's ExtendedResourceToleration admission plugin: pods asking "
+        "nvidia.com/gpu tolerate the taints of that key",
+    )
     clusterAutoscaler: ClusterAutoscaler = ClusterAutoscaler()
 
     @model_validator(mode="after")

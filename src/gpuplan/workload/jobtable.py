@@ -125,6 +125,7 @@ TEXT_COLUMNS = (
     "workload_priority_class",
     "priority_class",
     "topology_request",
+    "tolerations",
 )
 
 
@@ -164,6 +165,7 @@ class JobTable:
     priority_class: Labels | None = None
     # its Topology Aware Scheduling request: "required=<node label>", "preferred=<...>", "unconstrained"
     topology_request: Labels | None = None
+    tolerations: Labels | None = None  # its pods' tolerations (scenario.kubernetes.format_tolerations)
 
     def column(self, name: str) -> Labels | npt.NDArray[Any]:
         """A column, with optional columns filled with their defaults ("", NaN, False) when absent."""

@@ -28,7 +28,7 @@ What Kubernetes manifests do not say, gpuplan annotations say (on the job's ``me
 Kueue's examples do: ``command: [sleep]``, ``args: [100s]``, or ``sh -c "sleep 60"``) runs N.
 
 What changes scheduling but is not modelled yet is refused with the file, line and field, never
-dropped: affinity, tolerations, topology spread, other node selectors than a pool's, pod-set groups
+dropped: affinity, tolerationSeconds, topology spread, other node selectors than a pool's, pod-set groups
 and slices of Topology Aware Scheduling, partial admission, and pod sets of one workload asking
 different requests. The TAS requests (``kueue.x-k8s.io/podset-required-topology``,
 ``-preferred-topology``, ``-unconstrained-topology``) are read.
@@ -47,9 +47,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from pydantic import ValidationError
 from pydantic_core import PydanticCustomError
 
 from gpuplan.errors import InputError
+from gpuplan.scenario.kubernetes import Toleration, format_tolerations
 from gpuplan.scenario.source import Loc, Located, load_yaml_documents
 from gpuplan.scenario.units import parse_duration
 from gpuplan.workload.csvcolumns import Column, read_csv_columns
@@ -89,7 +91,7 @@ UNMODELLED_ANNOTATIONS = (
     "kueue.x-k8s.io/podset-slice-required-topology-constraints",
 )
 PARTIAL_ADMISSION = "kueue.x-k8s.io/job-min-parallelism"
-UNMODELLED_POD_FIELDS = ("affinity", "tolerations", "topologySpreadConstraints", "nodeName", "resourceClaims")
+UNMODELLED_POD_FIELDS = ("affinity", "topologySpreadConstraints", "nodeName", "resourceClaims")
 KINDS = {
     ("batch/v1", "Job"),
     ("jobset.x-k8s.io/v1alpha2", "JobSet"),
@@ -135,6 +137,7 @@ class PodSet:
     memory_mib: int
     pool: str
     topology: str = ""  # "required=<level>", "preferred=<level>", "unconstrained" or "" (no TAS)
+    tolerations: str = ""  # scenario.kubernetes.format_tolerations
 
 
 @dataclass(frozen=True)
@@ -360,6 +363,7 @@ def _pod_set(doc: _Document, name: str, count: int, at: Loc, template: Any, sele
                 f"a node selector gpuplan cannot match to a pool (it matches {known}: an OCI shape only "
                 "when one pool has it)",
             )
+    tolerations = _tolerations(doc, pod, (*at, "spec", "tolerations"))
     requests = _pod_requests(doc, pod, (*at, "spec"))
     gpus, cpu, memory = (requests.get(r, Decimal(0)) for r in (GPU, "cpu", "memory"))
     where = (*at, "spec", "containers")
@@ -375,7 +379,28 @@ def _pod_set(doc: _Document, name: str, count: int, at: Loc, template: Any, sele
         raise doc.error(
             where, f"memory of {memory_mib:,} MiB in one pod: at most {MAX_MEMORY_MIB_PER_NODE:,}"
         )
-    return PodSet(name, count, int(gpus), cpu_milli, memory_mib, pool, topology)
+    return PodSet(name, count, int(gpus), cpu_milli, memory_mib, pool, topology, tolerations)
+
+
+def _tolerations(doc: _Document, pod: dict[str, Any], at: Loc) -> str:
+    """The pod's tolerations as one text; tolerationSeconds (a NoExecute eviction's delay) is
+    refused, as it is not modelled."""
+    tolerations = []
+    for index, item in enumerate(doc.get(pod, at, list, [])):
+        where = (*at, index)
+        if not isinstance(item, dict):
+            raise doc.error(where, f"expected a toleration (a mapping), got {item!r}")
+        if "tolerationSeconds" in item:
+            raise doc.error((*where, "tolerationSeconds"), "tolerationSeconds is not modelled")
+        try:
+            tolerations.append(Toleration.model_validate({k: str(v) for k, v in item.items()}))
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            field = ".".join(str(part) for part in first["loc"])
+            raise doc.error(
+                (*where, *(str(part) for part in first["loc"])), f"{field}: {first['msg']}"
+            ) from None
+    return format_tolerations(tolerations)
 
 
 def _duration(doc: _Document, loc: Loc, value: Any) -> float:
@@ -438,13 +463,7 @@ def _manifest_job(doc: _Document, order: int, selectors: Selectors) -> ListedJob
         raise doc.error(("spec",), "no pod sets (pod templates)")
     first = sets[0]
     for other in sets[1:]:
-        if (other.gpus, other.cpu_milli, other.memory_mib, other.pool, other.topology) != (
-            first.gpus,
-            first.cpu_milli,
-            first.memory_mib,
-            first.pool,
-            first.topology,
-        ):
+        if replace(other, name="", count=0) != replace(first, name="", count=0):
             raise doc.error(
                 ("spec",),
                 f"pod sets {first.name!r} and {other.name!r} ask different requests, pools or topology "
@@ -748,6 +767,7 @@ def listed_table(
         workload_priority_class=labels([j.workload_priority_class for j in jobs]),
         priority_class=labels([j.priority_class for j in jobs]),
         topology_request=labels([j.pod_set.topology for j in jobs]),
+        tolerations=labels([j.pod_set.tolerations for j in jobs]),
     )
     requests = PodRequests(
         cpu_milli=np.array([j.pod_set.cpu_milli for j in jobs], np.int64),

@@ -66,7 +66,7 @@ def scale_up(nodes: Nodes, provisioning: list[int], pending: Iterable[PodRequest
     fresh = [0] * len(pools)
     for pod in pending:
         for i, pool in enumerate(pools):
-            if pod.pool >= 0 and pod.pool != i:
+            if not pod.may_use(i):
                 continue
             if any(node.take(pod) for node in opened[i]):
                 break

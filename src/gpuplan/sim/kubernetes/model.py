@@ -71,6 +71,7 @@ from gpuplan.sim.kubernetes.setup import (
     pool_topologies,
     refusals,
     scoring_of,
+    tolerated_pools,
     topology_requests,
 )
 from gpuplan.sim.kubernetes.tas import Topology
@@ -146,7 +147,13 @@ class KubernetesRun:
         self.horizon_s = horizon_s
         n = len(jobs)
         self.requests, self.milli_of_job = pod_requests(
-            jobs, pools, reorder(gpu_milli), reorder(cpu_milli), reorder(memory_mib), pool_aliases
+            jobs,
+            pools,
+            reorder(gpu_milli),
+            reorder(cpu_milli),
+            reorder(memory_mib),
+            pool_aliases,
+            tolerated_pools(jobs, settings, pools),
         )
         self.flavored: dict[tuple[PodRequest, int], PodRequest] = {}
         # pods' priority (kube-scheduler) and the workload's (Kueue)

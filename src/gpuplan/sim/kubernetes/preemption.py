@@ -61,6 +61,8 @@ class PodIndex:
         ok = nodes.up & (gpu >= pod.gpu_milli_total) & (cpu >= pod.cpu) & (mem >= pod.mem)
         if pod.pool >= 0:
             ok &= nodes.pool == pod.pool
+        if pod.pools:
+            ok &= np.isin(nodes.pool, pod.pools)
         return np.flatnonzero(ok)
 
 

@@ -34,6 +34,9 @@ from gpuplan.sim.registry import Registry
 MAX_NODE_SCORE = 100
 
 
+NO_POOL = -1  # PodRequest.pools of a pod that tolerates no pool's taints
+
+
 @dataclass(frozen=True)
 class PodRequest:
     """What one pod asks: ``gpus`` whole GPUs, or ``milli`` thousandths of one GPU when < 1000."""
@@ -43,6 +46,12 @@ class PodRequest:
     cpu: int  # millicores
     mem: int  # MiB
     pool: int  # node selector: the pool (ResourceFlavor) the pod must run in; -1: any
+    # the pools whose taints it tolerates when that is not all ((): all; (NO_POOL,): none)
+    pools: tuple[int, ...] = ()
+
+    def may_use(self, pool: int) -> bool:
+        """Whether the pod may run in ``pool``: its node selector, and the pools' taints."""
+        return (self.pool < 0 or self.pool == pool) and (not self.pools or pool in self.pools)
 
     @property
     def gpu_milli_total(self) -> int:
@@ -165,11 +174,17 @@ def node_scores(nodes: Nodes, pod: PodRequest, scoring: Scoring, candidates: Int
 
 def select_node(nodes: Nodes, pod: PodRequest, scoring: Scoring) -> int:
     """The node kube-scheduler binds the pod to, or -1 when no node passes the filters. A pod with a
-    node selector only looks at its pool's nodes (a pool's nodes are numbered together)."""
+    node selector only looks at its pool's nodes (a pool's nodes are numbered together), one that
+    does not tolerate some pools' taints only at the others'."""
     start, stop = 0, nodes.count
     if pod.pool >= 0:  # NodeAffinity filter: the pool's nodes only
         start, stop = int(nodes.pool_first[pod.pool]), int(nodes.pool_first[pod.pool + 1])
-    candidates = np.flatnonzero(feasible(nodes, pod, start, stop)) + start
+    if pod.pools and pod.pool < 0:  # TaintToleration filter: the pools whose taints it tolerates
+        ranges = [(int(nodes.pool_first[p]), int(nodes.pool_first[p + 1])) for p in pod.pools if p >= 0]
+        found = [np.flatnonzero(feasible(nodes, pod, a, b)) + a for a, b in ranges]
+        candidates = np.concatenate(found) if found else np.zeros(0, np.int64)
+    else:
+        candidates = np.flatnonzero(feasible(nodes, pod, start, stop)) + start
     if len(candidates) <= 1:
         return int(candidates[0]) if len(candidates) else -1
     return int(candidates[int(node_scores(nodes, pod, scoring, candidates).argmax())])

@@ -8,12 +8,19 @@ import numpy as np
 import numpy.typing as npt
 
 from gpuplan.errors import InputError
-from gpuplan.scenario.kubernetes import HOSTNAME, FlavorQuota, KubernetesSettings
+from gpuplan.scenario.kubernetes import (
+    HOSTNAME,
+    FlavorQuota,
+    KubernetesSettings,
+    Taint,
+    Toleration,
+    parse_tolerations,
+)
 from gpuplan.scenario.kubernetes import Kueue as KueueSettings
 from gpuplan.sim.kubernetes.cluster import MILLI, UNKNOWN, NodePoolSpec
 from gpuplan.sim.kubernetes.kueue import Kueue, Placement, QueuePolicy
 from gpuplan.sim.kubernetes.quota import NO_LIMIT, QuotaNode, QuotaTree
-from gpuplan.sim.kubernetes.scheduler import PodRequest, Scoring
+from gpuplan.sim.kubernetes.scheduler import NO_POOL, PodRequest, Scoring
 from gpuplan.sim.kubernetes.tas import Mode as TasMode
 from gpuplan.sim.kubernetes.tas import Topology
 from gpuplan.workload.jobtable import Float64, Int32, Int64, JobTable, Labels
@@ -43,6 +50,7 @@ def pod_requests(
     cpu_milli: npt.NDArray[np.integer] | None,
     memory_mib: npt.NDArray[np.integer] | None,
     pool_aliases: dict[str, str] | None = None,
+    tolerated: list[tuple[int, ...]] | None = None,
 ) -> tuple[list[PodRequest], Float64]:
     """Each job's pod request and the thousandths of GPUs each of its pods uses.
 
@@ -86,7 +94,8 @@ def pod_requests(
             mem = int(mem_list[j])
         else:
             mem = int(mems[j]) if mems[j] == mems[j] else int(node.memory_mib * share)
-        request = PodRequest(gpus=g, milli=milli, cpu=cpu, mem=mem, pool=pool_list[j])
+        allowed = () if tolerated is None else tolerated[j]
+        request = PodRequest(gpus=g, milli=milli, cpu=cpu, mem=mem, pool=pool_list[j], pools=allowed)
         requests.append(interned.setdefault(request, request))  # equal requests: one object
         milli_per_pod[j] = g * MILLI if milli >= MILLI else milli
     return requests, milli_per_pod
@@ -273,6 +282,7 @@ def build_kueue(
 # most the ClusterQueue could ever get in each flavor it may use (PotentialAvailable).
 GPU_RESOURCE, CPU_RESOURCE, MEMORY_RESOURCE = "nvidia.com/gpu", "cpu", "memory"
 NO_MATCHING_FLAVOR = "NoMatchingFlavor"
+UNTOLERATED_TAINT = "node(s) had untolerated taint"
 EXCEEDS_MAX_QUOTA = "ExceedsMaxQuota"
 MANY = 1 << 40  # pods one node holds when no resource limits them
 
@@ -323,9 +333,7 @@ def job_reach(requests: list[PodRequest], pods: Int64, pools: list[NodePoolSpec]
         key = (pod, int(count))
         if key not in cache:
             allowed = tuple(
-                i
-                for i, pool in enumerate(pools)
-                if (pod.pool < 0 or pod.pool == i) and max(pool.max_nodes, pool.nodes) > 0
+                i for i, pool in enumerate(pools) if pod.may_use(i) and max(pool.max_nodes, pool.nodes) > 0
             )
             capacity: dict[int, tuple[int, str]] = {}
             for i in allowed:
@@ -337,6 +345,8 @@ def job_reach(requests: list[PodRequest], pods: Int64, pools: list[NodePoolSpec]
             # the resource that limits the pool that holds the most of the job's pods
             largest = max(allowed, key=lambda i: capacity[i][0], default=-1)
             short = insufficient(capacity[largest][1] if largest >= 0 else GPU_RESOURCE)
+            if not allowed and pod.pools:  # kube-scheduler's TaintToleration: ErrReasonNotMatch
+                short = UNTOLERATED_TAINT
             cache[key] = Reach(allowed, fit, whole, spread, "" if spread else short)
         result.append(cache[key])
     return result
@@ -439,3 +449,49 @@ def topology_requests(jobs: JobTable) -> list[tuple[TasMode, str | None] | None]
         mode, _, level = label.partition("=")
         parsed.append((modes[mode], level or None) if mode in modes else None)
     return [parsed[code] for code in column.codes.tolist()]
+
+
+def tolerated_pools(
+    jobs: JobTable, settings: KubernetesSettings, pools: list[NodePoolSpec]
+) -> list[tuple[int, ...]] | None:
+    """Per job, the pools whose NoSchedule and NoExecute taints its pods tolerate (kube-scheduler's
+    TaintToleration filter; PreferNoSchedule only scores and is not modelled), as PodRequest.pools:
+    () for all of them, (NO_POOL,) for none. With extendedResourceToleration (kube-apiserver's
+    ExtendedResourceToleration admission plugin) a pod asking nvidia.com/gpu tolerates the taints
+    of that key. None when no pool is tainted."""
+    taints_of = {pool.pool: pool.taints for pool in settings.nodePools if pool.taints}
+    taints = [[t for t in taints_of.get(spec.name, []) if t.effect != "PreferNoSchedule"] for spec in pools]
+    if not any(taints):
+        return None
+    column = jobs.column("tolerations")
+    assert isinstance(column, Labels)
+    gpu_toleration = Toleration(key=GPU_RESOURCE, operator="Exists")
+    cache: dict[tuple[int, bool], tuple[int, ...]] = {}
+    result = []
+    for code, gpus in zip(column.codes.tolist(), jobs.gpus_per_node.tolist(), strict=True):
+        key = (code, gpus > 0 and settings.extendedResourceToleration)
+        if key not in cache:
+            tolerations = parse_tolerations(column.labels[code])
+            if key[1]:
+                tolerations.append(gpu_toleration)
+            ok = tuple(
+                i
+                for i, pool_taints in enumerate(taints)
+                if all(_tolerated(t, tolerations) for t in pool_taints)
+            )
+            cache[key] = () if len(ok) == len(pools) else ok or (NO_POOL,)
+        result.append(cache[key])
+    return result
+
+
+def _tolerated(taint: Taint, tolerations: list[Toleration]) -> bool:
+    """Kubernetes' Toleration.ToleratesTaint: the effect matches (or the toleration gives none), the
+    key matches (or the toleration gives none, with Exists), and Exists, or Equal with the value."""
+    for toleration in tolerations:
+        if toleration.effect and toleration.effect != taint.effect:
+            continue
+        if toleration.key and toleration.key != taint.key:
+            continue
+        if toleration.operator == "Exists" or toleration.value == taint.value:
+            return True
+    return False

@@ -1,0 +1,112 @@
+"""Node-pool taints and pod tolerations, end to end from the CLI (Kubernetes "Taints and
+Tolerations": a NoSchedule or NoExecute taint keeps off the pods that do not tolerate it; a
+toleration matches with Exists, or Equal and the value, and an empty key with Exists matches every
+taint; kube-apiserver's ExtendedResourceToleration admission plugin makes a pod asking
+nvidia.com/gpu tolerate the taints of that key). A flavor whose nodes' taints a pod does not
+tolerate does not match (Kueue's checkFlavorForPodSets: NoMatchingFlavor)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from builders import simulate_into
+
+SCENARIO = """\
+name: taints
+seed: 1
+horizon: 1d
+cluster:
+  pools:
+    - {{name: h100, shape: BM.GPU.H100.8, nodes: 2}}
+    - {{name: a10, shape: BM.GPU.A10.4, nodes: 2}}
+teams:
+  - {{name: team-a, share: 1}}
+workloads:
+  - {{name: listed, jobs: jobs.yaml}}
+models:
+  kubernetes:
+    extendedResourceToleration: {ert}
+    nodePools:
+      - {{pool: h100, taints: [{{key: nvidia.com/gpu, value: present, effect: NoSchedule}}]}}
+{more}
+    kueue:
+{kueue}
+"""
+
+
+def job(name: str, tolerations: str = "", gpus: int = 4, created: int = 0) -> str:
+    spec = f"      tolerations: {tolerations}\n" if tolerations else ""
+    return f"""\
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: {name}
+  namespace: team-a
+  annotations: {{gpuplan.io/runtime: 1h, gpuplan.io/created: {created}s}}
+spec:
+  template:
+    spec:
+{spec}      containers: [{{name: c, resources: {{limits: {{nvidia.com/gpu: {gpus}}}}}}}]
+---
+"""
+
+
+def pools_of(
+    tmp_path: Path, jobs: str, ert: bool = False, more: str = "", kueue: str = "      enable: false"
+) -> dict[str, tuple[str | None, str | None]]:
+    (tmp_path / "jobs.yaml").write_text(jobs)
+    (tmp_path / "scenario.yaml").write_text(SCENARIO.format(ert=str(ert).lower(), more=more, kueue=kueue))
+    simulate_into(tmp_path / "scenario.yaml", tmp_path / "out")
+    rows = pq.read_table(tmp_path / "out" / "jobs.parquet").to_pylist()
+    return {row["name"].split("/")[1]: (row["node_list"], row["reason"]) for row in rows}
+
+
+EXISTS = "[{key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}]"
+
+
+@pytest.mark.parametrize(
+    ("tolerations", "runs_on_h100"),
+    [
+        ("", False),
+        (EXISTS, True),
+        ("[{key: nvidia.com/gpu, operator: Equal, value: present}]", True),  # no effect: every effect
+        ("[{key: nvidia.com/gpu, operator: Equal, value: absent}]", False),
+        ("[{operator: Exists}]", True),  # an empty key with Exists tolerates everything
+        ("[{key: nvidia.com/gpu, operator: Exists, effect: NoExecute}]", False),  # another effect
+    ],
+)
+def test_a_toleration_lets_pods_onto_the_tainted_pool(
+    tmp_path: Path, tolerations: str, runs_on_h100: bool
+) -> None:
+    # three 4-GPU jobs at once: two fit a10's nodes, the third needs h100 or waits an hour
+    jobs = job("first") + job("second") + job("third", tolerations, created=1)
+    placed = pools_of(tmp_path, jobs)
+    node_list, _ = placed["third"]
+    assert node_list is not None and node_list.startswith("h100" if runs_on_h100 else "a10")
+    assert placed["first"][0] != placed["second"][0]
+
+
+def test_extended_resource_toleration_tolerates_the_gpu_key(tmp_path: Path) -> None:
+    jobs = job("first") + job("second") + job("third", created=1)
+    node_list = pools_of(tmp_path, jobs, ert=True)["third"][0]
+    assert node_list is not None and node_list.startswith("h100")
+
+
+def test_a_pod_no_pool_tolerates_can_never_run(tmp_path: Path) -> None:
+    more = "      - {pool: a10, taints: [{key: dedicated, value: inference, effect: NoExecute}]}"
+    placed = pools_of(tmp_path, job("lonely"), more=more)
+    assert placed["lonely"] == (None, "node(s) had untolerated taint")
+
+
+def test_kueue_finds_no_matching_flavor_on_tainted_pools(tmp_path: Path) -> None:
+    more = "      - {pool: a10, taints: [{key: dedicated, value: inference, effect: NoSchedule}]}"
+    kueue = (
+        "      clusterQueues:\n"
+        "        - {name: q, flavors: [{name: h100, nominalQuota: 16}, {name: a10, nominalQuota: 8}]}"
+    )
+    placed = pools_of(tmp_path, job("lonely") + job("welcome", EXISTS), more=more, kueue=kueue)
+    assert placed["lonely"] == (None, "NoMatchingFlavor")
+    assert placed["welcome"][0] == "h100-0"
