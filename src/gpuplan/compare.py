@@ -54,9 +54,7 @@ class CompareResult:
 class _ModelResult:
     name: str
     summary: dict[str, Any] | None = None
-    jobs: pa.Table | None = None
-    timeline: pa.Table | None = None
-    events: pa.Table | None = None
+    tables: dict[str, pa.Table] | None = None  # results.files.run_tables
     error: str | None = None
 
 
@@ -67,13 +65,13 @@ def _run_model(loaded: Input, read_s: float, name: str) -> _ModelResult:
         run = run_input(name, loaded)
         began = time.perf_counter()
         summary = summarize(run, loaded.workload.team_shares)
-        jobs, timeline, events = run_tables(run)
+        tables = run_tables(run)
         summary["timing_s"] = {
             "read": read_s,
             "simulate": run.simulate_s,
             "write": time.perf_counter() - began,
         }
-        return _ModelResult(name, summary, jobs, timeline, events)
+        return _ModelResult(name, summary, tables)
     except GpuplanError as exc:  # crosses the process boundary as text
         return _ModelResult(name, error=str(exc))
 
@@ -142,12 +140,7 @@ def _write(
         "models": {r.name: r.summary for r in results},
     }
     files = [write_summary(out, summary)]
-    files += write_tables(
-        out,
-        [r.jobs for r in results if r.jobs is not None],
-        [r.timeline for r in results if r.timeline is not None],
-        [r.events for r in results if r.events is not None],
-    )
+    files += write_tables(out, [r.tables for r in results if r.tables is not None])
     if partial:
         run = replace(run, models=[r.name for r in results], partial=partial)
     manifest.finish(out, run, files)

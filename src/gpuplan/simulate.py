@@ -93,8 +93,7 @@ def simulate(request: SimulateRequest) -> SimulateResult:
     began = time.perf_counter()
     model_summary = summarize(run, workload.team_shares)
     manifest.start(request.out, keep=RESULT_FILES)
-    jobs, timeline, events = run_tables(run)
-    files = write_tables(request.out, [jobs], [timeline], [events])
+    files = write_tables(request.out, [run_tables(run)])
     model_summary["timing_s"] = {
         "read": read_s,
         "simulate": run.simulate_s,

@@ -366,3 +366,19 @@ x,team-b,,2,600,8,1
         (600.0, "Admitted", "a"),
     ]  # waits for a1's quota
     assert story["a1"][2] == (0.0, "Admitted", "a")
+
+
+def test_queues_parquet_follows_each_cluster_queues_share(tmp_path: Path) -> None:
+    # cluster_queue.md's borrowing example in GPUs: team-a-cq (9) borrows from idle team-b-cq (12)
+    scenario = write(tmp_path, "jobs.csv", one_gpu_jobs(12), COHORT.format(a_limit="", b_limit=""))
+    simulate_into(scenario, tmp_path / "out")
+    rows = pq.read_table(tmp_path / "out" / "queues.parquet").to_pylist()
+    first = {row["queue"]: row for row in rows if row["time_s"] == 0}
+    a = first["team-a-cq"]
+    assert (a["admitted_gpus"], a["borrowed_gpus"], a["pending_jobs"]) == (12.0, 3.0, 0)
+    # Kueue's dominant resource share: 3 GPUs borrowed of the cohort's 21, x 1000 / weight 1
+    assert a["weighted_share"] == pytest.approx(3 / 21 * 1000)
+    assert first["team-b-cq"]["weighted_share"] == 0.0
+    last = {row["queue"]: row for row in rows}
+    assert last["team-a-cq"]["time_s"] == 600.0 and last["team-a-cq"]["admitted_gpus"] == 0.0
+    assert {row["model"] for row in rows} == {"kubernetes"}

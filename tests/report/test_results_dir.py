@@ -17,7 +17,7 @@ import pytest
 from gpuplan.compare import CompareRequest, compare
 from gpuplan.errors import InputError, Interrupted
 from gpuplan.results import manifest
-from gpuplan.results.files import atomic_write, write_text
+from gpuplan.results.files import RESULT_FILES, atomic_write, write_text
 
 from builders import ROOT, gpuplan
 
@@ -80,7 +80,13 @@ def test_every_command_writes_a_manifest_of_its_files_last(tmp_path: Path) -> No
     assert written is not None and written.run.command == "simulate"
     assert written.run.scenario == "small" and written.run.models == ["slurm"]
     assert written.run.inputs == {str(scenario): manifest.sha256(scenario)}
-    assert set(written.files) == {"summary.json", "jobs.parquet", "timeline.parquet", "events.parquet"}
+    assert set(written.files) == {
+        "summary.json",
+        "jobs.parquet",
+        "timeline.parquet",
+        "events.parquet",
+        "queues.parquet",
+    }
     for name, digest in written.files.items():
         assert manifest.sha256(out / name) == digest
     # the manifest is the newest file: written after the files it lists
@@ -300,8 +306,6 @@ def test_a_rerun_after_a_killed_run_recovers(tmp_path: Path) -> None:
     (out / "jobs.parquet").write_bytes(b"")
     assert gpuplan("report", str(out))[0] == 2
     assert gpuplan("simulate", str(small(tmp_path, "beta-run")), "--out", str(out), "-q")[0] == 0
-    assert sorted(p.name for p in out.iterdir()) == [
-        "events.parquet", "jobs.parquet", "manifest.json", "summary.json", "timeline.parquet"
-    ]  # fmt: skip
+    assert sorted(p.name for p in out.iterdir()) == sorted(["manifest.json", *RESULT_FILES])
     code, _, _ = gpuplan("report", str(out))
     assert code in (0, 1) and "beta-run" in (out / "report.md").read_text()

@@ -26,7 +26,9 @@ from gpuplan.workload.jobtable import JobTable, Labels
 
 # the files the report reads, and the files every simulating command writes
 REPORT_INPUTS = ("summary.json", "jobs.parquet", "timeline.parquet")
-RESULT_FILES = (*REPORT_INPUTS, "events.parquet")
+# the tables every simulating command writes, one per file, each with the rows of every model run
+TABLE_FILES = ("jobs.parquet", "timeline.parquet", "events.parquet", "queues.parquet")
+RESULT_FILES = ("summary.json", *TABLE_FILES)
 
 
 def _constant(value: str, rows: int) -> pa.DictionaryArray:
@@ -148,9 +150,44 @@ def timeline_table(run: ModelRun) -> pa.Table:
     return pa.concat_tables(tables)
 
 
-def run_tables(run: ModelRun) -> tuple[pa.Table, pa.Table, pa.Table]:
-    """A run's rows of jobs.parquet, timeline.parquet and events.parquet (``write_tables``)."""
-    return jobs_table(run), timeline_table(run), events_table(run)
+def queues_table(run: ModelRun) -> pa.Table:
+    """Per ClusterQueue, its state after each scheduling instant it changed at (QueueSeries):
+    model, time_s, queue, admitted_gpus, borrowed_gpus, pending_jobs, weighted_share; no rows for
+    a model without ClusterQueues."""
+    series = run.queues
+    if series is None:
+        return pa.table(
+            {
+                "model": pa.array([], pa.dictionary(pa.int32(), pa.string())),
+                "time_s": pa.array([], pa.float64()),
+                "queue": pa.array([], pa.dictionary(pa.int32(), pa.string())),
+                "admitted_gpus": pa.array([], pa.float64()),
+                "borrowed_gpus": pa.array([], pa.float64()),
+                "pending_jobs": pa.array([], pa.int32()),
+                "weighted_share": pa.array([], pa.float64()),
+            }
+        )
+    return pa.table(
+        {
+            "model": _constant(run.model, len(series.time_s)),
+            "time_s": series.time_s,
+            "queue": series.queue.to_arrow(),
+            "admitted_gpus": series.admitted_gpus,
+            "borrowed_gpus": series.borrowed_gpus,
+            "pending_jobs": series.pending_jobs,
+            "weighted_share": series.weighted_share,
+        }
+    )
+
+
+def run_tables(run: ModelRun) -> dict[str, pa.Table]:
+    """A run's rows of each of TABLE_FILES (``write_tables``)."""
+    return {
+        "jobs.parquet": jobs_table(run),
+        "timeline.parquet": timeline_table(run),
+        "events.parquet": events_table(run),
+        "queues.parquet": queues_table(run),
+    }
 
 
 def prepare_out(out: Path) -> None:
@@ -192,19 +229,15 @@ def write_parquet(path: Path, table: pa.Table) -> Path:
     return atomic_write(path, lambda temporary: pq.write_table(table, temporary))
 
 
-def write_tables(
-    out: Path, jobs: list[pa.Table], timelines: list[pa.Table], events: list[pa.Table]
-) -> list[Path]:
-    """Write jobs.parquet, timeline.parquet and events.parquet, each the rows of every model
-    (``jobs_table``, ``timeline_table`` and ``events_table`` of each run); returns their paths."""
+def write_tables(out: Path, runs: list[dict[str, pa.Table]]) -> list[Path]:
+    """Write each of TABLE_FILES with the rows of every run (``run_tables`` of each); returns their
+    paths."""
     prepare_out(out)
     return [
-        write_parquet(out / name, pa.concat_tables(tables, promote_options="default"))
-        for name, tables in (
-            ("jobs.parquet", jobs),
-            ("timeline.parquet", timelines),
-            ("events.parquet", events),
+        write_parquet(
+            out / name, pa.concat_tables([tables[name] for tables in runs], promote_options="default")
         )
+        for name in TABLE_FILES
     ]
 
 

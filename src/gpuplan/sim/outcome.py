@@ -65,6 +65,20 @@ class ServiceOutcome:
 
 
 @dataclass(frozen=True)
+class QueueSeries:
+    """Each ClusterQueue's state after every scheduling instant it changed at: the GPUs its admitted
+    workloads hold, those above its quota (borrowed), its pending workloads, and its weighted share
+    (Kueue's fair-sharing dominant resource share, 0 when not borrowing)."""
+
+    time_s: Float64
+    queue: Labels
+    admitted_gpus: Float64
+    borrowed_gpus: Float64
+    pending_jobs: Int32
+    weighted_share: Float64
+
+
+@dataclass(frozen=True)
 class ModelRun:
     """One model's run: the jobs (in queue order), where and when each ran, and the services."""
 
@@ -93,6 +107,7 @@ class ModelRun:
     # WaitingForQuota, ...); "" for none. The same meaning in every model.
     reason: Labels | None = None
     events: EventLog | None = None  # the model's own event log (sim/events.py); None: implied
+    queues: QueueSeries | None = None  # Kueue's ClusterQueues over time; None: the model has none
 
     def __post_init__(self) -> None:
         # Every model's outcome obeys the states' meaning, so no summary counts a job that never

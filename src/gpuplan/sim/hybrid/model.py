@@ -349,6 +349,7 @@ def merge_runs(model: str, parts: list[tuple[str, ModelRun]], settings: dict[str
         events=EventLog.concat(
             [(int(offset), run.event_log()) for run, offset in zip(runs, job_offsets, strict=False)]
         ),
+        queues=next((run.queues for run in runs if run.queues is not None), None),  # the Kubernetes side's
     )
 
 

@@ -75,7 +75,7 @@ from gpuplan.sim.kubernetes.setup import (
     topology_requests,
 )
 from gpuplan.sim.kubernetes.tas import Topology
-from gpuplan.sim.outcome import COMPLETED, REJECTED, UNFINISHED, ModelRun, PoolSchedule
+from gpuplan.sim.outcome import COMPLETED, REJECTED, UNFINISHED, ModelRun, PoolSchedule, QueueSeries
 from gpuplan.workload.jobtable import Int32, Int64, JobTable, Labels
 from gpuplan.workload.k8s_pods import PodRequests
 from gpuplan.workload.services import Service
@@ -262,6 +262,10 @@ class KubernetesRun:
             else []
         )
         self.borrowed_gpu_s = [0.0] * len(self.queue_names)
+        # queues.parquet: (time, queue, admitted GPUs, borrowed GPUs, pending, weighted share)
+        self.queue_rows: list[tuple[float, int, float, float, int, float]] = []
+        self.last_queue_row: list[tuple[float, float, int, float] | None] = [None] * len(self.queue_names)
+        self.queues_seen: tuple[int, int] = (-1, -1)
         self.wait_ready = settings.kueue.waitForPodsReady
         # services and node autoscaling
         self.deployments = Deployments(services, settings, pools)
@@ -948,6 +952,40 @@ class KubernetesRun:
                 self.rows.append((self.now, i, *row))
                 self.last_row[i] = row
         self.touched.clear()
+        if self.kueue is not None and (self.kueue.tree.changes, self.kueue.pushes) != self.queues_seen:
+            self.queues_seen = (self.kueue.tree.changes, self.kueue.pushes)
+            self._record_queues()
+
+    def _record_queues(self) -> None:
+        """Each ClusterQueue's row of queues.parquet, where it changed: GPUs admitted and borrowed,
+        pending workloads, weighted share (QuotaTree.share)."""
+        assert self.kueue is not None
+        tree = self.kueue.tree
+        for q, queue in enumerate(self.kueue.queues):
+            node = queue.policy.node
+            row = (
+                sum(tree.nodes[node].usage) / MILLI,
+                tree.borrowed(node) / MILLI,
+                queue.pending(),
+                tree.share(node),
+            )
+            if row != self.last_queue_row[q]:
+                self.queue_rows.append((self.now, q, *row))
+                self.last_queue_row[q] = row
+
+    def _queue_series(self) -> QueueSeries | None:
+        if self.kueue is None:
+            return None
+        rows = self.queue_rows
+        column = list(zip(*rows, strict=True)) if rows else [()] * 6
+        return QueueSeries(
+            time_s=np.array(column[0], np.float64),
+            queue=Labels(np.array(column[1], np.int32), tuple(self.queue_names)),
+            admitted_gpus=np.array(column[2], np.float64),
+            borrowed_gpus=np.array(column[3], np.float64),
+            pending_jobs=np.array(column[4], np.int32),
+            weighted_share=np.array(column[5], np.float64),
+        )
 
     def outcome(self, simulate_s: float) -> ModelRun:
         n = len(self.jobs)
@@ -1002,6 +1040,7 @@ class KubernetesRun:
             extra={"kubernetes": self._figures()},
             reason=reason,
             events=self.log.log(),
+            queues=self._queue_series(),
         )
 
     def _reasons(self) -> Labels:
