@@ -191,9 +191,10 @@ class _Queue:
     admitted: dict[int, dict[int, None]] = field(default_factory=dict)  # priority -> jobs, by admission
     seen_version: int = -1
     stale: bool = True
+    waiting: int = 0  # pending workloads (in ``classes``)
 
     def pending(self) -> int:
-        return sum(len(heap) for heap in self.classes.values())
+        return self.waiting
 
 
 class Kueue:
@@ -240,6 +241,7 @@ class Kueue:
         self.no_quota: dict[tuple[int, float] | int, _Marks] = {}
         self.blocked_marks = _Marks()  # when blockAdmission held workloads pending
         self.stopped = [False] * len(policies)  # stopPolicy Hold or HoldAndDrain: nothing admitted
+        self.dirty: set[int] = set(range(len(policies)))  # queues whose usage or pending changed
         self.stopped_marks = [_Marks() for _ in policies]  # when a stopped queue held workloads
         self.now = 0.0
 
@@ -248,6 +250,8 @@ class Kueue:
     def push(self, job: int, queue: int, timestamp: float) -> None:
         q = self.queues[queue]
         heapq.heappush(q.classes.setdefault(self.request[job], []), (-self.priority[job], timestamp, job))
+        q.waiting += 1
+        self.dirty.add(queue)
         self.timestamp[job] = timestamp
         self.queue_of[job] = queue
         q.stale = True
@@ -291,6 +295,7 @@ class Kueue:
     def release(self, job: int) -> None:
         """A workload finished or was evicted: its quota goes back."""
         queue = self.queue_of[job]
+        self.dirty.add(queue)
         flavor = self.flavor_of.pop(job)
         self.queues[queue].admitted[self.priority[job]].pop(job, None)
         self.admitted_at.pop(job, None)
@@ -316,6 +321,8 @@ class Kueue:
         q = self.queues[queue]
         allowed = None if self.flavors_of_job is None else self.flavors_of_job[job]
         flavors = [f for f in q.policy.flavors if allowed is None or f in allowed]
+        if len(flavors) == 1:  # nothing to compare: no borrowing level, no search
+            return self._flavor_mode(job, queue, flavors[0], ranked=False)[0]
         best, best_rank = Decision(job, queue, -1, Mode.NO_FIT), _WORST
         for flavor in flavors:
             decision, rank = self._flavor_mode(job, queue, flavor)
@@ -327,7 +334,7 @@ class Kueue:
                 best, best_rank = decision, rank
         return best
 
-    def _flavor_mode(self, job: int, queue: int, flavor: int) -> tuple[Decision, _Rank]:
+    def _flavor_mode(self, job: int, queue: int, flavor: int, ranked: bool = True) -> tuple[Decision, _Rank]:
         """The decision on one flavor and its rank (preemption mode, borrowing level), as
         flavorassigner.go fitsResourceQuota and the preemption oracle (preemption_oracle.go
         SimulatePreemption: Preempt when a target is in the own ClusterQueue, else Reclaim, with the
@@ -338,19 +345,21 @@ class Kueue:
             placed = () if self.placement is None else self.placement(job, flavor)
             if placed is None:  # the quota fits, the topology does not (TAS: the flavor does not fit)
                 return Decision(job, queue, flavor, Mode.NO_FIT), _WORST
-            rank = (_FIT, self.tree.borrow_height(node, flavor, request))
+            rank = (_FIT, self.tree.borrow_height(node, flavor, request) if ranked else 0)
             return Decision(job, queue, flavor, Mode.FIT, placement=placed), rank
         if not self._may_preempt(policy, flavor, request):
             return Decision(job, queue, flavor, Mode.NO_FIT), _WORST
         victims = self._preemption_targets(job, queue, flavor) if policy.preempts else []
         if not victims:
-            height = self.tree.borrow_height(node, flavor, request)
+            height = self.tree.borrow_height(node, flavor, request) if ranked else 0
             return Decision(job, queue, flavor, Mode.NO_CANDIDATES), (_NO_CANDIDATES, height)
-        for victim in victims:
-            self._take_out(victim, flavor)
-        height = self.tree.borrow_height(node, flavor, request)
-        for victim in victims:
-            self._put_back(victim, flavor)
+        height = 0
+        if ranked:
+            for victim in victims:
+                self._take_out(victim, flavor)
+            height = self.tree.borrow_height(node, flavor, request)
+            for victim in victims:
+                self._put_back(victim, flavor)
         kind = _PREEMPT if any(self.queue_of[v] == queue for v in victims) else _RECLAIM
         return Decision(job, queue, flavor, Mode.PREEMPT, tuple(victims)), (kind, height)
 
@@ -777,6 +786,8 @@ class Kueue:
         q = self.queues[decision.queue]
         heap = q.classes[self.request[decision.job]]
         popped = heapq.heappop(heap)
+        q.waiting -= 1
+        self.dirty.add(decision.queue)
         assert popped[2] == decision.job
         node = q.policy.node
         if not self._fits(node, decision.flavor, self.request[decision.job], allow_borrow=False):

@@ -239,6 +239,9 @@ class KubernetesRun:
             if uses_tas:
                 for j in range(n):
                     flavors[j] = self._tas_flavors(j, flavors[j])
+        self.managed: list[bool] = (
+            (self.queue_of_job >= 0).tolist() if self.kueue is not None else [False] * n
+        )  # _managed
         if self.kueue is not None:
             for q, queue in enumerate(settings.kueue.clusterQueues):
                 if queue.stopPolicy != "None":
@@ -265,7 +268,6 @@ class KubernetesRun:
         # queues.parquet: (time, queue, admitted GPUs, borrowed GPUs, pending, weighted share)
         self.queue_rows: list[tuple[float, int, float, float, int, float]] = []
         self.last_queue_row: list[tuple[float, float, int, float] | None] = [None] * len(self.queue_names)
-        self.queues_seen: tuple[int, int] = (-1, -1)
         self.wait_ready = settings.kueue.waitForPodsReady
         # services and node autoscaling
         self.deployments = Deployments(services, settings, pools)
@@ -356,6 +358,7 @@ class KubernetesRun:
 
     def _set_quotas(self, change: KueueChange) -> None:
         assert self.kueue is not None
+        self.kueue.dirty.update(range(len(self.kueue.queues)))
         node = self._quota_node(change)
         for quota in change.flavors:
             self.kueue.tree.set_quota(
@@ -520,7 +523,7 @@ class KubernetesRun:
         """Whether Kueue manages the job: it has a LocalQueue (a job of a workload list without
         the queue-name label, in a namespace without a default LocalQueue, is not: with Kueue's
         default manageJobsWithoutQueueName: false its pods go straight to kube-scheduler)."""
-        return self.kueue is not None and self.queue_of_job[j] >= 0
+        return self.managed[j]
 
     def _queue_name(self, j: int) -> str:
         """The job's ClusterQueue ("" without Kueue)."""
@@ -952,26 +955,24 @@ class KubernetesRun:
                 self.rows.append((self.now, i, *row))
                 self.last_row[i] = row
         self.touched.clear()
-        if self.kueue is not None and (self.kueue.tree.changes, self.kueue.pushes) != self.queues_seen:
-            self.queues_seen = (self.kueue.tree.changes, self.kueue.pushes)
+        if self.kueue is not None and self.kueue.dirty:
             self._record_queues()
 
     def _record_queues(self) -> None:
         """Each ClusterQueue's row of queues.parquet, where it changed: GPUs admitted and borrowed,
         pending workloads, weighted share (QuotaTree.share)."""
         assert self.kueue is not None
-        tree = self.kueue.tree
-        for q, queue in enumerate(self.kueue.queues):
+        tree, queues = self.kueue.tree, self.kueue.queues
+        for q in sorted(self.kueue.dirty):
+            queue = queues[q]
             node = queue.policy.node
-            row = (
-                sum(tree.nodes[node].usage) / MILLI,
-                tree.borrowed(node) / MILLI,
-                queue.pending(),
-                tree.share(node),
-            )
+            borrowed = tree.borrowed(node)
+            share = tree.share(node) if borrowed > 0 else 0.0  # 0 when not borrowing
+            row = (sum(tree.nodes[node].usage) / MILLI, borrowed / MILLI, queue.pending(), share)
             if row != self.last_queue_row[q]:
                 self.queue_rows.append((self.now, q, *row))
                 self.last_queue_row[q] = row
+        self.kueue.dirty.clear()
 
     def _queue_series(self) -> QueueSeries | None:
         if self.kueue is None:
