@@ -170,6 +170,9 @@ class WaitForPodsReady(Section):
     requeuingStrategy: RequeuingStrategy = RequeuingStrategy()
 
 
+DEFAULT_LOCAL_QUEUE = "default"  # Kueue's constants.DefaultLocalQueueName
+
+
 class LocalQueue(Section):
     """A LocalQueue: jobs of ``namespace`` labelled ``kueue.x-k8s.io/queue-name: <name>`` go to
     ``clusterQueue``. (A ClusterQueue's ``teams`` stand for a LocalQueue named ``default`` in each of
@@ -243,7 +246,7 @@ class Kueue(Section):
         for queue in self.localQueues:
             if queue.namespace == namespace and queue.name == local_queue:
                 return queue.clusterQueue
-        if local_queue != "default":
+        if local_queue != DEFAULT_LOCAL_QUEUE:
             return None
         if not self.clusterQueues:
             return "default"

@@ -51,7 +51,7 @@ from pydantic import ValidationError
 from pydantic_core import PydanticCustomError
 
 from gpuplan.errors import InputError
-from gpuplan.scenario.kubernetes import Toleration, format_tolerations
+from gpuplan.scenario.kubernetes import DEFAULT_LOCAL_QUEUE, Toleration, format_tolerations
 from gpuplan.scenario.source import Loc, Located, load_yaml_documents
 from gpuplan.scenario.units import parse_duration
 from gpuplan.workload.csvcolumns import Column, read_csv_columns
@@ -72,7 +72,6 @@ if TYPE_CHECKING:
 
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 WORKLOAD_PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
-DEFAULT_LOCAL_QUEUE = "default"  # Kueue's constants.DefaultLocalQueueName
 RUNTIME_ANNOTATION = "gpuplan.io/runtime"
 CREATED_ANNOTATION = "gpuplan.io/created"
 POOL_SELECTOR = "gpuplan.io/pool"  # a node selector naming a scenario pool
@@ -545,7 +544,7 @@ def _manifest_job(doc: _Document, order: int, selectors: Selectors) -> ListedJob
         deadline_s=deadline,
         pod_set=replace(first, name="+".join(s.name for s in sets), count=pods),
         line=doc.line(),
-        field_lines={name: doc.line(loc) for name, loc in where.items()},
+        field_lines={key: doc.line(loc) for key, loc in where.items()},
     )
 
 

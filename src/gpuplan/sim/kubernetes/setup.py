@@ -9,6 +9,7 @@ import numpy.typing as npt
 
 from gpuplan.errors import InputError
 from gpuplan.scenario.kubernetes import (
+    DEFAULT_LOCAL_QUEUE,
     HOSTNAME,
     FlavorQuota,
     KubernetesSettings,
@@ -26,7 +27,6 @@ from gpuplan.sim.kubernetes.tas import Topology
 from gpuplan.workload.jobtable import Float64, Int32, Int64, JobTable, Labels
 
 DEFAULT_QUEUE = "default"
-DEFAULT_LOCAL_QUEUE = "default"  # Kueue's constants.DefaultLocalQueueName
 UNMANAGED = -1  # the queue of a job Kueue does not manage
 ANY_FLAVOR = "default-flavor"  # a ResourceFlavor without nodeLabels: its workloads' pods go to any pool
 
