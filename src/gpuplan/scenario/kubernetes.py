@@ -291,6 +291,11 @@ class Scheduler(Section):
     requestedToCapacityRatio: RequestedToCapacityRatio | None = Field(
         None, description="the shape, for scoringStrategy RequestedToCapacityRatio (and only then)"
     )
+    coscheduling: bool = Field(
+        False,
+        description="the scheduler-plugins Coscheduling plugin: each Job Kueue does not admit is a "
+        "PodGroup of all its pods (minMember), bound all at once or not at all",
+    )
 
     @model_validator(mode="after")
     def _shape(self) -> Scheduler:

@@ -239,9 +239,17 @@ class KubernetesRun:
             if uses_tas:
                 for j in range(n):
                     flavors[j] = self._tas_flavors(j, flavors[j])
+        # Coscheduling's PodGroups: the multi-pod jobs Kueue does not admit (Kueue's own
+        # all-or-nothing is admission plus waitForPodsReady)
+        self.gang_scheduled: list[bool] = [False] * n
         self.managed: list[bool] = (
             (self.queue_of_job >= 0).tolist() if self.kueue is not None else [False] * n
         )  # _managed
+        if settings.scheduler.coscheduling:
+            self.gang_scheduled = [
+                not managed and pods > 1
+                for managed, pods in zip(self.managed, self.pods.tolist(), strict=True)
+            ]
         if self.kueue is not None:
             for q, queue in enumerate(settings.kueue.clusterQueues):
                 if queue.stopPolicy != "None":
@@ -727,12 +735,22 @@ class KubernetesRun:
         # Binding only takes capacity away, so a request that fits nowhere fits nowhere for the rest of
         # the pass (until a preemption frees some): later pods asking the same are not tried again.
         unschedulable: set[int] = set()  # ids of (interned) requests
+        waiting: set[int] = set()  # PodGroups that found no room this pass
         for key in queue:
             owner = key[3]
             if owner >= 0:
                 if self.state[owner] != PLACING or key[4] != self.generation[owner]:
                     continue  # evicted since it was queued
+                if self.placed[owner] >= self.pods[owner]:
+                    continue  # bound with its PodGroup
                 pod = self.requests[owner]
+                if self.gang_scheduled[owner]:
+                    if owner in waiting or id(pod) in unschedulable or not self._bind_pod_group(owner):
+                        waiting.add(owner)
+                        still.append(key)  # the group waits whole (Coscheduling's Permit)
+                        continue
+                    started.append(owner)
+                    continue
             else:
                 replica = self.deployments.replicas.get(-owner - 1)
                 if replica is None or replica.node >= 0:
@@ -760,6 +778,26 @@ class KubernetesRun:
             bisect.insort(self.pending, key)
         for j in started:
             self._start(j)
+
+    def _bind_pod_group(self, j: int) -> bool:
+        """Coscheduling (scheduler-plugins, pkg/coscheduling): the job's pods are a PodGroup whose
+        minMember is all of them; they wait at Permit until every one has a node, then bind
+        together. Here each is placed in turn on what the ones before left; if one finds no node,
+        none binds (the reservations are undone) and the group waits for capacity."""
+        pod, nodes = self.requests[j], self.nodes
+        chosen: list[tuple[int, int]] = []
+        for _ in range(int(self.pods[j]) - int(self.placed[j])):
+            node = select_node(nodes, pod, self.scoring)
+            if node < 0:
+                for taken, mask in reversed(chosen):
+                    nodes.give_back(taken, mask, pod.milli, pod.cpu, pod.mem, True)
+                return False
+            chosen.append((node, nodes.take(node, pod.gpus, pod.milli, pod.cpu, pod.mem, True)))
+        for taken, mask in reversed(chosen):
+            nodes.give_back(taken, mask, pod.milli, pod.cpu, pod.mem, True)
+        for taken, _ in chosen:
+            self._bind(j, taken)
+        return True
 
     def _preempt_for(self, pod: PodRequest, priority: int) -> int:
         nodes = self.nodes
