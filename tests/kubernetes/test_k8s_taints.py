@@ -110,3 +110,20 @@ def test_kueue_finds_no_matching_flavor_on_tainted_pools(tmp_path: Path) -> None
     placed = pools_of(tmp_path, job("lonely") + job("welcome", EXISTS), more=more, kueue=kueue)
     assert placed["lonely"] == (None, "NoMatchingFlavor")
     assert placed["welcome"][0] == "h100-0"
+
+
+def test_the_csv_gives_tolerations_too(tmp_path: Path) -> None:
+    csv = (
+        "name,namespace,created,runtime,pods,gpus,tolerations\n"
+        "first,team-a,0,3600,1,4,\n"
+        "second,team-a,0,3600,1,4,\n"
+        "third,team-a,1,3600,1,4,nvidia.com/gpu:NoSchedule\n"
+        "fourth,team-a,2,3600,1,4,nvidia.com/gpu=absent:NoSchedule\n"
+    )
+    (tmp_path / "jobs.csv").write_text(csv)
+    text = SCENARIO.format(ert="false", more="", kueue="      enable: false").replace("jobs.yaml", "jobs.csv")
+    (tmp_path / "scenario.yaml").write_text(text)
+    simulate_into(tmp_path / "scenario.yaml", tmp_path / "out")
+    rows = {r["name"]: r for r in pq.read_table(tmp_path / "out" / "jobs.parquet").to_pylist()}
+    assert rows["team-a/third"]["node_list"].startswith("h100")  # Exists tolerates the taint
+    assert rows["team-a/fourth"]["start_s"] == 3600.0  # the wrong value does not: it waits for a10

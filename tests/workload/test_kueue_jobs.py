@@ -339,6 +339,13 @@ def test_pod_sets_asking_different_requests_are_refused_not_merged(tmp_path: Pat
         ("name,runtime,pods,cpu\na,1,1,lots\n", 2, "cpu", "expected a quantity"),
         ("name,runtime,pods\na,1,1\na,2,1\n", 3, "name", "gives other job fields"),
         ("name,runtime,pods\na,1,0\n", 2, "pods", ""),
+        (
+            "name,runtime,pods,tolerations\na,1,1,k=v:Sometimes\n",
+            2,
+            "tolerations",
+            "expected key=value:Effect",
+        ),
+        ("name,runtime,pods,topology\na,1,1,somewhere\n", 2, "topology", "expected required=<node label>"),
     ],
 )
 def test_a_bad_csv_row_is_refused_at_its_line(

@@ -569,6 +569,7 @@ CSV_COLUMNS = (
     Column("memory", "text", required=False),
     Column("pool", "text", required=False),
     Column("topology", "text", required=False),
+    Column("tolerations", "text", required=False),
 )
 
 
@@ -578,7 +579,8 @@ def read_job_csv(path: Path, selectors: Selectors) -> list[ListedJob]:
     (default ``default``), ``queue_name``, ``workload_priority_class``, ``priority_class``,
     ``created`` (seconds after the scenario's start), ``gpus``, ``cpu`` and ``memory`` (per pod, as
     Kubernetes quantities: ``500m``, ``16``, ``64Gi``), ``pool`` and ``topology`` (``required=<node
-    label>``, ``preferred=<node label>`` or ``unconstrained``: Topology Aware Scheduling). Rows of one
+    label>``, ``preferred=<node label>`` or ``unconstrained``: Topology Aware Scheduling) and
+    ``tolerations`` (``;``-separated ``key=value:Effect`` or ``key:Effect``). Rows of one
     namespace and name are the pod sets of one workload: they give the same job fields and requests."""
     known = {column.name for column in CSV_COLUMNS}
 
@@ -602,7 +604,12 @@ def read_job_csv(path: Path, selectors: Selectors) -> list[ListedJob]:
 
     names, namespaces, queues = text("name"), text("namespace", "default"), text("queue_name")
     wpcs, pcs, pools_named = text("workload_priority_class"), text("priority_class"), text("pool")
-    cpus, memories, topologies = text("cpu"), text("memory"), text("topology")
+    cpus, memories, topologies, tolerations = (
+        text("cpu"),
+        text("memory"),
+        text("topology"),
+        text("tolerations"),
+    )
     created, runtime, pods, gpus = (
         number("created", 0.0),
         number("runtime", 0.0),
@@ -639,6 +646,7 @@ def read_job_csv(path: Path, selectors: Selectors) -> list[ListedJob]:
             math.ceil(quantity("memory", memories[row], 1) / 2**20),
             pool,
             _csv_topology(path, int(line), topologies[row]),
+            _csv_tolerations(path, int(line), tolerations[row]),
         )
         job = ListedJob(
             name=names[row],
@@ -683,6 +691,29 @@ def _csv_topology(path: Path, line: int, cell: str) -> str:
         line=line,
         field="topology",
     )
+
+
+_CSV_TOLERATION = re.compile(r"^([^=:]*)(?:=([^:]*))?(?::(NoSchedule|PreferNoSchedule|NoExecute))?$")
+
+
+def _csv_tolerations(path: Path, line: int, cell: str) -> str:
+    """A CSV ``tolerations`` cell: ``;``-separated ``key=value:Effect`` (operator Equal) or
+    ``key:Effect`` (Exists), the effect optional; an empty key with Exists tolerates every taint."""
+    tolerations = []
+    for part in filter(None, (p.strip() for p in cell.split(";"))):
+        match = _CSV_TOLERATION.match(part)
+        if not match:
+            raise InputError(
+                f"expected key=value:Effect or key:Effect (the effect: NoSchedule, PreferNoSchedule or "
+                f"NoExecute), got {part!r}",
+                path=path,
+                line=line,
+                field="tolerations",
+            )
+        key, value, effect = match.group(1), match.group(2), match.group(3) or ""
+        operator = "Equal" if value is not None else "Exists"
+        tolerations.append(Toleration(key=key, operator=operator, value=value or "", effect=effect))
+    return format_tolerations(tolerations)
 
 
 def _alike(job: ListedJob) -> ListedJob:
