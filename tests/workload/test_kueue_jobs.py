@@ -229,8 +229,8 @@ items:
     table, requests = listed_table(jobs, dt.datetime(2026, 1, 1, tzinfo=dt.UTC), "batch", "w")
     assert table.submit_s.tolist() == [3600.0, 1800.0]  # creationTimestamp, then the annotation
     assert table.time_limit_s[1] == 7200.0 and table.time_limit_s[0] != table.time_limit_s[0]
-    assert table.column("name").values() == ["nlp/a", "default/b"]  # type: ignore[union-attr]
-    assert table.column("local_queue").values() == ["", ""]  # type: ignore[union-attr]
+    assert table.text("name").values() == ["nlp/a", "default/b"]
+    assert table.text("local_queue").values() == ["", ""]
     assert requests.cpu_milli is not None and requests.cpu_milli.tolist() == [0, 0]
 
 

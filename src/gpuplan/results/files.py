@@ -21,8 +21,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from gpuplan.errors import InputError
-from gpuplan.sim.outcome import JOB_STATES, ModelRun
-from gpuplan.workload.jobtable import JobTable, Labels
+from gpuplan.sim.outcome import JOB_STATES, ModelRun, QueueSeries
+from gpuplan.workload.jobtable import Labels
 
 # the files the report reads, and the files every simulating command writes
 REPORT_INPUTS = ("summary.json", "jobs.parquet", "timeline.parquet")
@@ -53,7 +53,7 @@ def jobs_table(run: ModelRun) -> pa.Table:
         {
             "model": _constant(run.model, len(jobs)),
             "job_id": jobs.job_id,
-            "name": _text(_job_names(jobs)),
+            "name": _text(jobs.text("name")),
             "team": jobs.team.to_arrow(),
             "submit_s": jobs.submit_s,
             "start_s": pa.array(run.start_s, mask=never_started),
@@ -81,13 +81,6 @@ def _reasons(run: ModelRun) -> pa.Array:
     return pa.DictionaryArray.from_arrays(codes, pa.array(run.reason.labels, pa.string()))
 
 
-def _job_names(jobs: JobTable) -> Labels:
-    """Each job's "namespace/name" in a workload list, "" for the others."""
-    names = jobs.column("name")
-    assert isinstance(names, Labels)
-    return names
-
-
 def _text(labels: Labels) -> pa.DictionaryArray:
     """A Labels column with "" as null."""
     empty = np.array([label == "" for label in labels.labels])[labels.codes]
@@ -105,7 +98,7 @@ def events_table(run: ModelRun) -> pa.Table:
         {
             "model": _constant(run.model, len(log)),
             "job_id": run.jobs.job_id[log.job],
-            "name": _text(_job_names(run.jobs).take(log.job)),
+            "name": _text(run.jobs.text("name").take(log.job)),
             "team": run.jobs.team.take(log.job).to_arrow(),
             "time_s": log.time_s,
             "event": log.event.to_arrow(),
@@ -154,19 +147,7 @@ def queues_table(run: ModelRun) -> pa.Table:
     """Per ClusterQueue, its state after each scheduling instant it changed at (QueueSeries):
     model, time_s, queue, admitted_gpus, borrowed_gpus, pending_jobs, weighted_share; no rows for
     a model without ClusterQueues."""
-    series = run.queues
-    if series is None:
-        return pa.table(
-            {
-                "model": pa.array([], pa.dictionary(pa.int32(), pa.string())),
-                "time_s": pa.array([], pa.float64()),
-                "queue": pa.array([], pa.dictionary(pa.int32(), pa.string())),
-                "admitted_gpus": pa.array([], pa.float64()),
-                "borrowed_gpus": pa.array([], pa.float64()),
-                "pending_jobs": pa.array([], pa.int32()),
-                "weighted_share": pa.array([], pa.float64()),
-            }
-        )
+    series = run.queues if run.queues is not None else QueueSeries.empty()
     return pa.table(
         {
             "model": _constant(run.model, len(series.time_s)),

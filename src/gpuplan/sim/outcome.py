@@ -77,6 +77,11 @@ class QueueSeries:
     pending_jobs: Int32
     weighted_share: Float64
 
+    @classmethod
+    def empty(cls) -> QueueSeries:
+        none = np.zeros(0, np.float64)
+        return cls(none, Labels.constant("", 0), none, none, np.zeros(0, np.int32), none)
+
 
 @dataclass(frozen=True)
 class ModelRun:

@@ -173,12 +173,18 @@ class JobTable:
         if value is not None:
             return value  # type: ignore[no-any-return]
         if name in TEXT_COLUMNS:
-            return Labels.constant("", len(self))
+            return self.text(name)
         if name == "submitted_early":
             return np.zeros(len(self), dtype=bool)
         if name == "cpus_per_task":
             return np.zeros(len(self), dtype=np.int32)
         return np.full(len(self), np.nan)
+
+    def text(self, name: str) -> Labels:
+        """A text column (one of TEXT_COLUMNS), "" for every job when absent."""
+        assert name in TEXT_COLUMNS, name
+        value = getattr(self, name)
+        return value if value is not None else Labels.constant("", len(self))
 
     def __post_init__(self) -> None:
         rows = {f.name: len(getattr(self, f.name)) for f in fields(self) if getattr(self, f.name) is not None}

@@ -138,6 +138,10 @@ class PodSet:
     topology: str = ""  # "required=<level>", "preferred=<level>", "unconstrained" or "" (no TAS)
     tolerations: str = ""  # scenario.kubernetes.format_tolerations
 
+    def shape(self) -> PodSet:
+        """What the pod sets of one workload must share: all but the name and count."""
+        return replace(self, name="", count=0)
+
 
 @dataclass(frozen=True)
 class ListedJob:
@@ -462,7 +466,7 @@ def _manifest_job(doc: _Document, order: int, selectors: Selectors) -> ListedJob
         raise doc.error(("spec",), "no pod sets (pod templates)")
     first = sets[0]
     for other in sets[1:]:
-        if replace(other, name="", count=0) != replace(first, name="", count=0):
+        if other.shape() != first.shape():
             raise doc.error(
                 ("spec",),
                 f"pod sets {first.name!r} and {other.name!r} ask different requests, pools or topology "
@@ -718,7 +722,7 @@ def _csv_tolerations(path: Path, line: int, cell: str) -> str:
 
 def _alike(job: ListedJob) -> ListedJob:
     """What pod sets of one workload must agree on: all but their name, count and line."""
-    return replace(job, pod_set=replace(job.pod_set, name="", count=0), line=0)
+    return replace(job, pod_set=job.pod_set.shape(), line=0)
 
 
 def _check_unique(path: Path, jobs: list[ListedJob]) -> None:

@@ -383,16 +383,14 @@ class KubernetesRun:
         assert self.kueue is not None
         tree, queues = self.kueue.tree, self.kueue.queues
         flavors = range(len(self.flavor_names))
-        saved = [(list(n.nominal), list(n.borrowing_limit), list(n.lending_limit)) for n in tree.nodes]
+        saved = tree.quotas()
         most = [[tree.potential_available(q.policy.node, f) for f in flavors] for q in queues]
         for change in self.settings.kueue.changes:
             self._set_quotas(change)
             for q, queue in enumerate(queues):
                 for f in flavors:
                     most[q][f] = max(most[q][f], tree.potential_available(queue.policy.node, f))
-        for i, (nominal, borrowing, lending) in enumerate(saved):
-            for f in flavors:
-                tree.set_quota(i, f, nominal[f], borrowing[f], lending[f])
+        tree.restore(saved)
         return most
 
     def _kueue_change(self, c: int) -> None:
@@ -782,21 +780,15 @@ class KubernetesRun:
     def _bind_pod_group(self, j: int) -> bool:
         """Coscheduling (scheduler-plugins, pkg/coscheduling): the job's pods are a PodGroup whose
         minMember is all of them; they wait at Permit until every one has a node, then bind
-        together. Here each is placed in turn on what the ones before left; if one finds no node,
-        none binds (the reservations are undone) and the group waits for capacity."""
-        pod, nodes = self.requests[j], self.nodes
-        chosen: list[tuple[int, int]] = []
-        for _ in range(int(self.pods[j]) - int(self.placed[j])):
-            node = select_node(nodes, pod, self.scoring)
+        together. Here each is bound in turn on what the ones before left; if one finds no node,
+        the others are released (the reservations undone) and the group waits for capacity."""
+        pod = self.requests[j]
+        while self.placed[j] < self.pods[j]:
+            node = select_node(self.nodes, pod, self.scoring)
             if node < 0:
-                for taken, mask in reversed(chosen):
-                    nodes.give_back(taken, mask, pod.milli, pod.cpu, pod.mem, True)
+                self._release_pods(j)
                 return False
-            chosen.append((node, nodes.take(node, pod.gpus, pod.milli, pod.cpu, pod.mem, True)))
-        for taken, mask in reversed(chosen):
-            nodes.give_back(taken, mask, pod.milli, pod.cpu, pod.mem, True)
-        for taken, _ in chosen:
-            self._bind(j, taken)
+            self._bind(j, node)
         return True
 
     def _preempt_for(self, pod: PodRequest, priority: int) -> int:
@@ -1015,8 +1007,9 @@ class KubernetesRun:
     def _queue_series(self) -> QueueSeries | None:
         if self.kueue is None:
             return None
-        rows = self.queue_rows
-        column = list(zip(*rows, strict=True)) if rows else [()] * 6
+        if not self.queue_rows:
+            return QueueSeries.empty()
+        column = list(zip(*self.queue_rows, strict=True))
         return QueueSeries(
             time_s=np.array(column[0], np.float64),
             queue=Labels(np.array(column[1], np.int32), tuple(self.queue_names)),

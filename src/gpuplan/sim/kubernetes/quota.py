@@ -74,7 +74,26 @@ class QuotaTree:
         ClusterQueues' own usage, which does not change (nothing admitted is evicted for it)."""
         node = self.nodes[i]
         node.nominal[f], node.borrowing_limit[f], node.lending_limit[f] = nominal, borrowing, lending
-        root = self.root(i)
+        self._refresh(self.root(i))
+
+    def quotas(self) -> list[tuple[list[float], list[float], list[float]]]:
+        """Every node's nominal quota, borrowing and lending limits, for ``restore``."""
+        return [(list(n.nominal), list(n.borrowing_limit), list(n.lending_limit)) for n in self.nodes]
+
+    def restore(self, quotas: list[tuple[list[float], list[float], list[float]]]) -> None:
+        """The quotas ``quotas()`` gave, back (each tree recomputed once)."""
+        for node, (nominal, borrowing, lending) in zip(self.nodes, quotas, strict=True):
+            node.nominal, node.borrowing_limit, node.lending_limit = (
+                list(nominal),
+                list(borrowing),
+                list(lending),
+            )
+        for i, node in enumerate(self.nodes):
+            if node.parent < 0:
+                self._refresh(i)
+
+    def _refresh(self, root: int) -> None:
+        """The subtree quotas of ``root``'s tree, and its cohorts' stored usage, after a quota change."""
         self._accumulate(root)
         self._stored_usage(root)
         self.changes += 1

@@ -16,8 +16,8 @@ unknown CPU or memory (cluster.UNKNOWN) is never short: the Filter passes it. ku
 at random among the best-scoring nodes (``selectHost``); here ties go to the lowest-numbered node so
 that runs are reproducible.
 
-GPU pools are tainted (``nvidia.com/gpu:NoSchedule`` on OKE GPU nodes) and every pod here requests GPUs
-and tolerates it, so the TaintToleration filter never removes a node; it is not modelled further.
+The TaintToleration filter works on whole pools: a node pool's taints are on all its nodes, and a
+pod's ``PodRequest.pools`` are the pools whose taints it tolerates (setup.tolerated_pools).
 """
 
 from __future__ import annotations
@@ -176,14 +176,15 @@ def select_node(nodes: Nodes, pod: PodRequest, scoring: Scoring) -> int:
     """The node kube-scheduler binds the pod to, or -1 when no node passes the filters. A pod with a
     node selector only looks at its pool's nodes (a pool's nodes are numbered together), one that
     does not tolerate some pools' taints only at the others'."""
-    start, stop = 0, nodes.count
-    if pod.pool >= 0:  # NodeAffinity filter: the pool's nodes only
-        start, stop = int(nodes.pool_first[pod.pool]), int(nodes.pool_first[pod.pool + 1])
-    if pod.pools and pod.pool < 0:  # TaintToleration filter: the pools whose taints it tolerates
-        ranges = [(int(nodes.pool_first[p]), int(nodes.pool_first[p + 1])) for p in pod.pools if p >= 0]
+    if pod.pools:  # TaintToleration filter, with NodeAffinity: the pools it may use
+        usable = [p for p in pod.pools if p >= 0 and pod.may_use(p)]
+        ranges = [(int(nodes.pool_first[p]), int(nodes.pool_first[p + 1])) for p in usable]
         found = [np.flatnonzero(feasible(nodes, pod, a, b)) + a for a, b in ranges]
         candidates = np.concatenate(found) if found else np.zeros(0, np.int64)
-    else:
+    else:  # NodeAffinity filter: a pod with a node selector sees its pool's nodes only
+        start, stop = 0, nodes.count
+        if pod.pool >= 0:
+            start, stop = int(nodes.pool_first[pod.pool]), int(nodes.pool_first[pod.pool + 1])
         candidates = np.flatnonzero(feasible(nodes, pod, start, stop)) + start
     if len(candidates) <= 1:
         return int(candidates[0]) if len(candidates) else -1

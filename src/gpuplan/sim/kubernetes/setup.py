@@ -116,19 +116,18 @@ def job_priorities(jobs: JobTable, settings: KubernetesSettings) -> tuple[Int64,
     for labels, by_label in (
         (jobs.kind, assign),
         (jobs.qos, assign),
-        (jobs.column("workload"), assign),
-        (jobs.column("priority_class"), value),
+        (jobs.text("workload"), assign),
+        (jobs.text("priority_class"), value),
     ):
         _assign(pod, labels, by_label)
     workload = pod.copy()
     workload_value = {c.name: c.value for c in settings.kueue.workloadPriorityClasses}
-    _assign(workload, jobs.column("workload_priority_class"), workload_value)
+    _assign(workload, jobs.text("workload_priority_class"), workload_value)
     return pod, workload
 
 
-def _assign(result: Int64, labels: object, by_label: dict[str, int]) -> None:
+def _assign(result: Int64, labels: Labels, by_label: dict[str, int]) -> None:
     """``result[i] = by_label[label of row i]`` where the row's label has a value."""
-    assert isinstance(labels, Labels)
     for code, label in enumerate(labels.labels):
         if label in by_label:
             result[labels.codes == code] = by_label[label]
@@ -231,12 +230,10 @@ def build_kueue(
         nodes.append(node)
     tree = QuotaTree(nodes, len(pools))
     queue_index = {queue.name: q for q, queue in enumerate(queues)}
-    local_queue = jobs.column("local_queue")
-    assert isinstance(local_queue, Labels)
+    local_queue = jobs.text("local_queue")
     # a job's LocalQueue: the one it names, else its namespace's "default" (Kueue's default LocalQueue)
     pairs, pair_codes = np.unique(np.stack([jobs.team.codes, local_queue.codes]), axis=1, return_inverse=True)
-    named = jobs.column("name")
-    assert isinstance(named, Labels)
+    named = jobs.text("name")
     # (namespace, LocalQueue) pairs whose every job is a listed one (generated and traced jobs need a queue)
     listed = np.ones((len(jobs.team.labels), max(len(local_queue.labels), 1)), bool)
     unnamed = np.array([n == "" for n in named.labels], bool)[named.codes] if len(jobs) else np.zeros(0, bool)
@@ -437,8 +434,7 @@ def pool_topologies(settings: KubernetesSettings, pools: list[NodePoolSpec]) -> 
 
 def topology_requests(jobs: JobTable) -> list[tuple[TasMode, str | None] | None]:
     """Each job's Topology Aware Scheduling request (mode, node label), None for none."""
-    column = jobs.column("topology_request")
-    assert isinstance(column, Labels)
+    column = jobs.text("topology_request")
     modes: dict[str, TasMode] = {
         "required": "required",
         "preferred": "preferred",
@@ -463,8 +459,7 @@ def tolerated_pools(
     taints = [[t for t in taints_of.get(spec.name, []) if t.effect != "PreferNoSchedule"] for spec in pools]
     if not any(taints):
         return None
-    column = jobs.column("tolerations")
-    assert isinstance(column, Labels)
+    column = jobs.text("tolerations")
     gpu_toleration = Toleration(key=GPU_RESOURCE, operator="Exists")
     cache: dict[tuple[int, bool], tuple[int, ...]] = {}
     result = []
