@@ -193,7 +193,7 @@ def test_requested_to_capacity_ratio_scores_the_documented_example(
 ) -> None:
     scoring = Scoring("RequestedToCapacityRatio", cpu_weight=3, memory_weight=1, gpu_weight=5, shape=shape)
     nodes = bin_packing_nodes()
-    assert node_scores(nodes, BIN_PACKING_POD, scoring, np.array([0, 1])).tolist() == scores
+    assert node_scores(nodes, BIN_PACKING_POD, scoring, [0, 1]) == scores
     assert select_node(nodes, BIN_PACKING_POD, scoring) == 1
 
 

@@ -1,7 +1,8 @@
 """Compiled batch engine (src/gpuplan/sim/engine/_core, pieces in src/gpuplan/sim/slurm/_core).
-See engine.h for the semantics and pieces.h for how a piece reads its settings."""
+See engine.h for the semantics and pieces.h for how a piece reads its settings. The Kubernetes
+model's kube-scheduler node choice (src/gpuplan/sim/kubernetes/_core/nodes.c): Scorer, NodeState."""
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 def simulate(
     *,
@@ -23,3 +24,25 @@ def hostlists(
 ) -> tuple[bytes, bytes]: ...
 def checkpointed(executed_s: float, interval_s: float, /) -> float: ...
 def pieces() -> dict[str, list[str]]: ...
+def scoring_strategies() -> list[str]: ...
+
+class Scorer:
+    def __init__(
+        self,
+        strategy: str,
+        cpu_weight: int,
+        memory_weight: int,
+        gpu_weight: int,
+        shape: Sequence[tuple[int, int]],
+    ) -> None: ...
+
+class NodeState:
+    def __init__(self, nodes: object) -> None: ...
+    def select(
+        self, scorer: Scorer, gpus: int, milli: int, cpu: int, mem: int, ranges: tuple[int, ...], /
+    ) -> int: ...
+    def scores(
+        self, scorer: Scorer, gpus: int, milli: int, cpu: int, mem: int, candidates: Sequence[int], /
+    ) -> list[int]: ...
+    def take(self, node: int, gpus: int, milli: int, cpu: int, mem: int, batch: bool, /) -> int: ...
+    def give_back(self, node: int, mask: int, milli: int, cpu: int, mem: int, batch: bool, /) -> None: ...

@@ -24,6 +24,7 @@ import numpy as np
 import numpy.typing as npt
 
 from gpuplan.sim.cluster import UNKNOWN as UNKNOWN  # a node's CPU or memory not known: not checked
+from gpuplan.sim.engine._batchcore import NodeState
 from gpuplan.workload.jobtable import Bool, Int32, Int64
 
 MILLI = 1000  # thousandths of a GPU (Alibaba's gpu_milli)
@@ -94,56 +95,36 @@ class Nodes:
         self.pods_on: Int32 = np.zeros(n, np.int32)  # pods placed on each node
         self.batch_pods_on: Int32 = np.zeros(n, np.int32)  # of them, Job pods (not Deployment replicas)
         self.pool_first = np.concatenate([[0], np.cumsum(slots)]).astype(np.int64)
+        # kube-scheduler's node choice and binding work on these arrays in place (never rebind them)
+        self.core = NodeState(self)
+        self._ranges: dict[tuple[int, tuple[int, ...]], tuple[int, ...]] = {}
 
-    # -- placement bookkeeping ---------------------------------------------------------------------
-
-    # A node has a handful of GPUs: plain Python on its row is faster than NumPy calls here.
-
-    def _refresh(self, node: int, row: list[int]) -> None:
-        self.gpu_free[node] = row
-        self.whole_free[node] = row.count(MILLI)
-        self.best_free[node] = max(max(row), 0)
-        self.gpu_free_total[node] = sum(v for v in row if v > 0)
+    # -- placement bookkeeping: compiled (sim/kubernetes/_core/nodes.c) -------------------------
 
     def take(self, node: int, gpus: int, milli: int, cpu: int, mem: int, batch: bool) -> int:
         """Allocate a pod on ``node``: ``gpus`` whole GPUs (lowest-numbered free ones) or, when
-        ``milli`` < 1000, that share of one GPU. Returns the bitmask of the GPUs taken."""
-        row: list[int] = self.gpu_free[node].tolist()
-        mask = 0
-        if milli >= MILLI:
-            taken = 0
-            for g, free in enumerate(row):
-                if taken == gpus:
-                    break
-                if free == MILLI:
-                    row[g] = 0
-                    mask |= 1 << g
-                    taken += 1
-        elif milli > 0:
-            g = min((free, g) for g, free in enumerate(row) if free >= milli)[1]
-            row[g] -= milli
-            mask = 1 << g
-        self._refresh(node, row)
-        self.cpu_free[node] -= cpu
-        self.mem_free[node] -= mem
-        self.pods_on[node] += 1
-        self.batch_pods_on[node] += int(batch)
-        return mask
+        ``milli`` < 1000, that share of the GPU with the least room that holds it (gpushare's
+        binpack). Returns the bitmask of the GPUs taken."""
+        return self.core.take(node, gpus, milli, cpu, mem, batch)
 
     def give_back(self, node: int, mask: int, milli: int, cpu: int, mem: int, batch: bool) -> None:
-        row: list[int] = self.gpu_free[node].tolist()
-        share = min(milli, MILLI)
-        g = 0
-        while mask:
-            if mask & 1:
-                row[g] += share
-            mask >>= 1
-            g += 1
-        self._refresh(node, row)
-        self.cpu_free[node] += cpu
-        self.mem_free[node] += mem
-        self.pods_on[node] -= 1
-        self.batch_pods_on[node] -= int(batch)
+        """A pod bound by ``take`` (which gave ``mask``) leaves ``node``."""
+        self.core.give_back(node, mask, milli, cpu, mem, batch)
+
+    def ranges(self, pool: int, pools: tuple[int, ...]) -> tuple[int, ...]:
+        """The nodes a pod with node selector ``pool`` (-1: none) that may use ``pools`` (():
+        all) sees, as (start, stop, start, stop, ...): a pool's nodes are numbered together."""
+        key = (pool, pools)
+        found = self._ranges.get(key)
+        if found is None:
+            if pools:
+                usable = [p for p in pools if p >= 0 and (pool < 0 or p == pool)]
+            else:
+                usable = [pool] if pool >= 0 else []
+            bounds = [(int(self.pool_first[p]), int(self.pool_first[p + 1])) for p in usable]
+            found = tuple(b for pair in bounds for b in pair) if usable or pools else (0, self.count)
+            self._ranges[key] = found
+        return found
 
     # -- what the summary and the autoscaler read --------------------------------------------------
 

@@ -10,6 +10,7 @@
 
 #include "pieces.h"
 #include "plugins.h"
+#include "kube.h"
 
 /* The kinds of pieces, by keyword, in the order they are set up (a piece may need an earlier one:
  * lending needs preempt's state) and their hooks are called. */
@@ -384,4 +385,8 @@ static struct PyModuleDef module = {
     NULL, NULL, NULL, NULL,
 };
 
-PyMODINIT_FUNC PyInit__batchcore(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit__batchcore(void) {
+    PyObject *created = PyModule_Create(&module);
+    if (created && gp_kube_add_types(created) < 0) Py_CLEAR(created);
+    return created;
+}
