@@ -38,15 +38,16 @@ class CheckedRun(KubernetesRun):
         assert (nodes.cpu_free >= 0).all() and (nodes.mem_free >= 0).all(), "CPU or memory over-committed"
         # what the pods hold is what the nodes gave out
         held = np.zeros(nodes.count, np.int64)
-        for j in np.flatnonzero((self.state == PLACING) | (self.state == RUNNING)).tolist():
+        state, placed = np.asarray(self.state), np.asarray(self.placed)
+        for j in np.flatnonzero((state == PLACING) | (state == RUNNING)).tolist():
             first = int(self.first_pod[j])
-            for p in range(first, first + int(self.placed[j])):
+            for p in range(first, first + int(placed[j])):
                 held[self.pod_node[p]] += self.requests[j].gpu_milli_total
         for rid, replica in self.deployments.replicas.items():
             if replica.node >= 0:
                 held[replica.node] += self.deployments.request(rid).gpu_milli_total
         assert (held == nodes.gpus_used()).all(), "placements and node state disagree"
-        assert (self.placed[self.state == RUNNING] == self.pods[self.state == RUNNING]).all()
+        assert (placed[state == RUNNING] == self.pods[state == RUNNING]).all()
         if self.kueue is not None:
             tree = self.kueue.tree
             for queue in self.kueue.queues:

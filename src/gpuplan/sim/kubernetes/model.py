@@ -22,7 +22,6 @@ of it without a checkpoint interval) and is queued again. Kubernetes Jobs have n
 
 from __future__ import annotations
 
-import bisect
 import heapq
 import math
 import time
@@ -158,15 +157,21 @@ class KubernetesRun:
         self.flavored: dict[tuple[PodRequest, int], PodRequest] = {}
         # pods' priority (kube-scheduler) and the workload's (Kueue)
         self.priority, self.workload_priority = job_priorities(jobs, settings)
+        self.pod_priority: list[int] = self.priority.tolist()
         self.scoring: Scoring = scoring_of(settings)
+        # Per job and per pod, what the loop reads and writes at every step is in Python lists (an
+        # element of a list is read several times faster than one of a NumPy array); the outcome
+        # makes arrays of them.
         self.pods = jobs.nodes.astype(np.int64)
+        self.pod_count: list[int] = self.pods.tolist()
         self.first_pod = np.concatenate([[0], np.cumsum(self.pods)]).astype(np.int64)
-        total_pods = int(self.first_pod[-1])
-        self.pod_node = np.full(total_pods, -1, np.int32)
-        self.pod_mask = np.zeros(total_pods, np.int64)
+        self.pod_start: list[int] = self.first_pod.tolist()
+        total_pods = self.pod_start[-1]
+        self.pod_node: list[int] = [-1] * total_pods
+        self.pod_mask: list[int] = [0] * total_pods
         self.final_node = np.full(total_pods, -1, np.int32)  # nodes of each job's last run
-        self.state = np.full(n, WAITING, np.int8)
-        self.placed = np.zeros(n, np.int64)
+        self.state: list[int] = [WAITING] * n
+        self.placed: list[int] = [0] * n
         self.pool_sel = np.array([r.pool for r in self.requests], np.int32) if n else np.zeros(0, np.int32)
         self.remaining = jobs.duration_s.astype(np.float64).copy()
         self.done_work = np.zeros(n)  # work saved by checkpoints before the last eviction
@@ -175,7 +180,7 @@ class KubernetesRun:
         self.end_s = np.full(n, np.nan)
         self.preemptions = np.zeros(n, np.int32)
         self.lost_gpu_s = np.zeros(n)
-        self.generation = np.zeros(n, np.int64)
+        self.generation: list[int] = [0] * n
         self.requeues = np.zeros(n, np.int32)
         self.queue_ts = jobs.submit_s.astype(np.float64).copy()  # Kueue queue-ordering timestamp
         self.queued_at = np.zeros(n)  # when the job last entered its ClusterQueue
@@ -190,7 +195,7 @@ class KubernetesRun:
         self.given_up: dict[int, str] = {}  # job -> why the run gave it up (REQUEUING_LIMIT_EXCEEDED, ...)
         self.placing = 0  # jobs with pods created but not all bound
         self.placing_admitted = 0  # of those, the ones Kueue admitted (blockAdmission waits for them)
-        self.index = PodIndex(self.nodes.count, self.priority.tolist())
+        self.index = PodIndex(self.nodes.count, self.pod_priority)
         self.events: list[tuple[float, int, int, int, int]] = []
         self.seq = 0
         self.batch_events = 0  # events in the heap other than the periodic syncs and scans
@@ -280,6 +285,7 @@ class KubernetesRun:
         # services and node autoscaling
         self.deployments = Deployments(services, settings, pools)
         self.autoscaled = np.array([p.autoscaled for p in pools], bool)
+        self.any_autoscaled = bool(self.autoscaled.any())
         self.provisioning = [0] * len(pools)
         self.provisioning_slots: set[int] = set()
         self.unneeded_since: dict[int, float] = {}
@@ -348,7 +354,7 @@ class KubernetesRun:
             capacity = np.minimum(capacity, nodes.mem_free[first:stop] // pod.mem)
         capacity = np.where(nodes.up[first:stop], capacity, 0)
         mode, label = request
-        found = topology.assign(capacity.tolist(), int(self.pods[j]), label, mode)
+        found = topology.assign(capacity.tolist(), self.pod_count[j], label, mode)
         if found is None:
             return None
         return tuple(sorted((first + node, pods) for node, pods in found.items()))
@@ -424,7 +430,7 @@ class KubernetesRun:
             self.deployments.start(self._queue_replica)
             self._scheduler_pass()  # the warm replicas are bound before the first sync
             self._push(0.0, HPA_SYNC)
-        if self.autoscaled.any():
+        if self.any_autoscaled:
             self._push(0.0, CA_SCAN)
             self.scan_queued = True
         events = self.events
@@ -442,8 +448,11 @@ class KubernetesRun:
         self._advance(max(self.now, self.horizon_s or 0.0, self.deployments.span_s))
         for pool in range(len(self.pool_specs)):
             self._node_hours(pool)
-        for j in np.flatnonzero(self.state == PLACING).tolist():  # held idle to the end
+        for j in self._in_state(PLACING):  # held idle to the end
             self._idle_until_now(j)
+
+    def _in_state(self, state: int) -> list[int]:
+        return [j for j, s in enumerate(self.state) if s == state]
 
     def _advance(self, now: float) -> None:
         """Move the clock, integrating the GPUs each ClusterQueue borrows."""
@@ -542,8 +551,8 @@ class KubernetesRun:
         if self._managed(j):
             self.placing_admitted += 1
         self.held_since[j] = self.now
-        priority, generation = -int(self.priority[j]), int(self.generation[j])
-        self.fresh.extend((priority, self.now, k, j, generation) for k in range(int(self.pods[j])))
+        priority, generation = -self.pod_priority[j], self.generation[j]
+        self.fresh.extend((priority, self.now, k, j, generation) for k in range(self.pod_count[j]))
         self.pods_since_scan = True
 
     def _admitted(self, decision: Decision) -> None:
@@ -566,7 +575,7 @@ class KubernetesRun:
             self._create_pods(j)
         self.newly_admitted.append(j)
         if self.wait_ready.enable:
-            self._push(self.now + self.wait_ready.timeout, PODS_READY_TIMEOUT, j, int(self.generation[j]))
+            self._push(self.now + self.wait_ready.timeout, PODS_READY_TIMEOUT, j, self.generation[j])
 
     def _place_by_topology(self, j: int, placement: tuple[tuple[int, int], ...]) -> None:
         """The pods of a TAS workload go to the nodes Kueue assigned (the pod template's node
@@ -603,19 +612,19 @@ class KubernetesRun:
     def _bind(self, j: int, node: int) -> None:
         pod = self.requests[j]
         mask = self.nodes.take(node, pod.gpus, pod.milli, pod.cpu, pod.mem, True)
-        self.index.add(node, j, int(self.priority[j]), pod)
+        self.index.add(node, j, self.pod_priority[j], pod)
         self._idle_until_now(j)
-        p = int(self.first_pod[j] + self.placed[j])
+        p = self.pod_start[j] + self.placed[j]
         self.pod_node[p], self.pod_mask[p] = node, mask
         self.placed[j] += 1
 
     def _release_pods(self, j: int) -> None:
-        pod, priority = self.requests[j], int(self.priority[j])
+        pod, priority = self.requests[j], self.pod_priority[j]
         running = self.state[j] == RUNNING  # its GPUs were busy (a partly placed job's were idle)
-        first = int(self.first_pod[j])
-        for p in range(first, first + int(self.placed[j])):
-            node = int(self.pod_node[p])
-            self.nodes.give_back(node, int(self.pod_mask[p]), pod.milli, pod.cpu, pod.mem, True)
+        first = self.pod_start[j]
+        for p in range(first, first + self.placed[j]):
+            node = self.pod_node[p]
+            self.nodes.give_back(node, self.pod_mask[p], pod.milli, pod.cpu, pod.mem, True)
             if running:
                 self._used(node, -pod.gpu_milli_total)
             self.index.remove(node, j, priority, pod)
@@ -645,12 +654,12 @@ class KubernetesRun:
         if math.isnan(self.start_s[j]):
             self.start_s[j] = self.now
         self.run_began[j] = self.now
-        first, last = int(self.first_pod[j]), int(self.first_pod[j + 1])
-        for node in self.pod_node[first:last].tolist():  # all its pods bound: their GPUs are busy now
+        first, last = self.pod_start[j], self.pod_start[j + 1]
+        for node in self.pod_node[first:last]:  # all its pods bound: their GPUs are busy now
             self._used(node, self.requests[j].gpu_milli_total)
         self.final_node[first:last] = self.pod_node[first:last]
         self.log.add(j, self.now, PODS_READY, queue=self._queue_name(j))
-        self._push(self.now + float(self.remaining[j]), END, j, int(self.generation[j]))
+        self._push(self.now + float(self.remaining[j]), END, j, self.generation[j])
 
     def _finish(self, j: int) -> None:
         self.log.add(j, self.now, FINISHED, queue=self._queue_name(j))
@@ -673,7 +682,7 @@ class KubernetesRun:
         if requeue_after is None:
             self._enqueue(j)
         else:
-            self._push(self.now + requeue_after, REQUEUE, j, int(self.generation[j]))
+            self._push(self.now + requeue_after, REQUEUE, j, self.generation[j])
 
     def _preempted_by_kueue(self, j: int) -> None:
         self.preemptions[j] += 1
@@ -720,9 +729,7 @@ class KubernetesRun:
         nowhere: kube-scheduler's unschedulable queue waits for a cluster event)."""
         self.fresh.sort()
         if self.freed:
-            queue = self.pending
-            for key in self.fresh:
-                bisect.insort(queue, key)
+            queue = sorted(self.pending + self.fresh)
             self.pending = []
         else:
             queue = self.fresh
@@ -739,7 +746,7 @@ class KubernetesRun:
             if owner >= 0:
                 if self.state[owner] != PLACING or key[4] != self.generation[owner]:
                     continue  # evicted since it was queued
-                if self.placed[owner] >= self.pods[owner]:
+                if self.placed[owner] >= self.pod_count[owner]:
                     continue  # bound with its PodGroup
                 pod = self.requests[owner]
                 if self.gang_scheduled[owner]:
@@ -768,12 +775,12 @@ class KubernetesRun:
                 continue
             if owner >= 0:
                 self._bind(owner, node)
-                if self.placed[owner] == self.pods[owner]:
+                if self.placed[owner] == self.pod_count[owner]:
                     started.append(owner)
             else:
                 self._bind_replica(-owner - 1, node)
-        for key in still:
-            bisect.insort(self.pending, key)
+        # both in queue order (keys are unique): sorting their concatenation merges two runs
+        self.pending = sorted(self.pending + still) if self.pending else still
         for j in started:
             self._start(j)
 
@@ -783,7 +790,7 @@ class KubernetesRun:
         together. Here each is bound in turn on what the ones before left; if one finds no node,
         the others are released (the reservations undone) and the group waits for capacity."""
         pod = self.requests[j]
-        while self.placed[j] < self.pods[j]:
+        while self.placed[j] < self.pod_count[j]:
             node = select_node(self.nodes, pod, self.scoring)
             if node < 0:
                 self._release_pods(j)
@@ -798,10 +805,10 @@ class KubernetesRun:
             spec = self.requests[j]
             bits: list[int] = []
             cpu = mem = 0
-            first = int(self.first_pod[j])
-            for p in range(first, first + int(self.placed[j])):
+            first = self.pod_start[j]
+            for p in range(first, first + self.placed[j]):
                 if self.pod_node[p] == node:
-                    mask = int(self.pod_mask[p])
+                    mask = self.pod_mask[p]
                     bits.extend(
                         x for g in range(nodes.max_gpus) if mask >> g & 1 for x in (g, min(spec.milli, MILLI))
                     )
@@ -814,7 +821,7 @@ class KubernetesRun:
             self.index,
             pod,
             priority,
-            lambda j: int(self.priority[j]),
+            lambda j: self.pod_priority[j],
             freed_on,
             lambda j: float(self.run_began[j]) if self.run_began[j] == self.run_began[j] else 0.0,
         )
@@ -926,7 +933,7 @@ class KubernetesRun:
         """After an instant: pods created since the last scan that kube-scheduler left pending get a
         scan at the next scan interval (the autoscaler scans every ``scanInterval``; here it is woken
         only when there is something to look at)."""
-        if self.scan_queued or not self.pods_since_scan or not self.autoscaled.any():
+        if self.scan_queued or not self.pods_since_scan or not self.any_autoscaled:
             return
         if self._unschedulable():
             self._push(self.now + self.settings.clusterAutoscaler.scanInterval, CA_SCAN)
@@ -1022,7 +1029,7 @@ class KubernetesRun:
     def outcome(self, simulate_s: float) -> ModelRun:
         n = len(self.jobs)
         state = np.full(n, UNFINISHED, np.int8)
-        completed = self.state == DONE
+        completed = np.asarray(self.state, np.int8) == DONE
         state[completed] = COMPLETED
         state[self.rejected] = REJECTED
         reason = self._reasons()
@@ -1087,11 +1094,11 @@ class KubernetesRun:
             words[j] = why
         if self.kueue is not None:  # pending in a ClusterQueue at the end (none are in a requeue backoff)
             for j in np.flatnonzero(
-                (self.state == QUEUED) & ~self.rejected & (self.queue_of_job >= 0)
+                (np.asarray(self.state, np.int8) == QUEUED) & ~self.rejected & (self.queue_of_job >= 0)
             ).tolist():
                 at_end = self.kueue.held_reason(j, float(self.queued_at[j]))
                 words[j] = at_end or words[j] or PENDING_EVALUATION
-        for j in np.flatnonzero(self.state == PLACING).tolist():
+        for j in self._in_state(PLACING):
             words[j] = UNSCHEDULABLE
         labels = ("", REQUEUING_LIMIT_EXCEEDED, *sorted(set(words) - {"", REQUEUING_LIMIT_EXCEEDED}))
         index = {label: i for i, label in enumerate(labels)}
@@ -1124,13 +1131,14 @@ class KubernetesRun:
 
     def _figures(self) -> dict[str, Any]:
         """Figures only this model has: gang idle time, Kueue admission and borrowing, node pools."""
-        partial = (self.state == PLACING) & (self.placed > 0)
+        placed = np.asarray(self.placed, np.int64)
+        partial = (np.asarray(self.state, np.int8) == PLACING) & (placed > 0)
         figures: dict[str, Any] = {
             "gang": {
                 "idle_held_gpu_hours": float(self.idle_held_gpu_s.sum() / 3600.0),
                 # jobs holding part of their GPUs when nothing else can happen: the deadlock
                 "jobs_partly_placed_at_end": int(np.count_nonzero(partial)),
-                "gpus_held_idle_at_end": float((self.placed * self.milli_of_job)[partial].sum() / MILLI),
+                "gpus_held_idle_at_end": float((placed * self.milli_of_job)[partial].sum() / MILLI),
                 "deadlocked": bool(partial.any()),
             },
             "preemption": {
@@ -1152,7 +1160,9 @@ class KubernetesRun:
         }
         if self.kueue is not None:
             kueue, tree = self.kueue, self.kueue.tree
-            job_gpu_s = np.where(self.state == DONE, self.job_gpus * self.jobs.duration_s, 0.0)
+            job_gpu_s = np.where(
+                np.asarray(self.state, np.int8) == DONE, self.job_gpus * self.jobs.duration_s, 0.0
+            )
             figures["kueue"] = {
                 "quota_fit_but_fragmented": self.counts["fragmented"],
                 "pods_ready_timeouts": self.counts["timeouts"],
