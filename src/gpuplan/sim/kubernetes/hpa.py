@@ -37,9 +37,49 @@ class HpaSpec:
 
 
 @dataclass
+class _Extreme:
+    """The highest (or lowest) recommendation of the last ``window_s`` seconds, the one just made
+    included: a monotonic deque, O(1) amortised per recommendation rather than a scan of the
+    window at every sync."""
+
+    window_s: float
+    highest: bool
+    kept: deque[tuple[float, int]] = field(default_factory=deque)  # (time, recommendation)
+
+    def add(self, now: float, value: int) -> int:
+        kept = self.kept
+        if self.highest:
+            while kept and kept[-1][1] <= value:
+                kept.pop()
+        else:
+            while kept and kept[-1][1] >= value:
+                kept.pop()
+        kept.append((now, value))
+        since = now - self.window_s
+        while kept[0][0] < since:
+            kept.popleft()
+        return kept[0][1]
+
+
+@dataclass
 class Hpa:
     spec: HpaSpec
-    history: deque[tuple[float, int]] = field(default_factory=deque)  # (time, recommendation)
+    scale_up: _Extreme = field(init=False)  # the lowest recommendation of the scale-up window
+    scale_down: _Extreme = field(init=False)  # the highest of the scale-down window
+    last: tuple[float, int] | None = None  # the latest recommendation (time, replicas)
+    changed_at: float = -math.inf  # when the one before it that differed from it was made
+
+    def __post_init__(self) -> None:
+        self.scale_up = _Extreme(self.spec.scale_up_window_s, highest=False)
+        self.scale_down = _Extreme(self.spec.scale_down_window_s, highest=True)
+
+    def steady(self, replicas: int) -> bool:
+        """Whether every recommendation kept for the stabilisation windows (as of the latest) is
+        ``replicas``."""
+        if self.last is None or self.last[1] != replicas:
+            return False
+        horizon = max(self.spec.scale_up_window_s, self.spec.scale_down_window_s)
+        return self.changed_at < self.last[0] - horizon
 
     def desired(self, now: float, current: int, ready: int, demand_rps: float) -> int:
         """The replica count the HPA sets at ``now``."""
@@ -58,19 +98,13 @@ class Hpa:
         elif current == 0 and demand_rps > 0:
             raw = math.ceil(demand_rps / per_replica_target - 1e-9)
         raw = min(max(raw, spec.min_replicas), spec.max_replicas)
-        self.history.append((now, raw))
-        horizon = max(spec.scale_up_window_s, spec.scale_down_window_s)
-        while self.history and self.history[0][0] < now - horizon:
-            self.history.popleft()
+        if self.last is not None and self.last[1] != raw:
+            self.changed_at = self.last[0]
+        self.last = (now, raw)
         # the lowest recommendation of the scale-up window and the highest of the scale-down one
         # (both hold this sync's)
-        up = down = raw
-        up_since, down_since = now - spec.scale_up_window_s, now - spec.scale_down_window_s
-        for t, r in self.history:
-            if r < up and t >= up_since:
-                up = r
-            if r > down and t >= down_since:
-                down = r
+        up = self.scale_up.add(now, raw)
+        down = self.scale_down.add(now, raw)
         target = current
         if current < up:
             target = min(up, max(current * (100 + SCALE_UP_PERCENT) // 100, current + SCALE_UP_PODS))

@@ -48,6 +48,7 @@ class _Deployment:
     replicas: list[int] = field(default_factory=list)  # replica ids, oldest first
     bound: int = 0  # replicas bound to a node
     starting: dict[int, float] = field(default_factory=dict)  # bound, maybe not ready: id -> ready_at
+    next_ready: float = math.inf  # no replica of ``starting`` is ready before this
     samples: int = 0
     met: int = 0
     demand_sum: float = 0.0
@@ -135,6 +136,7 @@ class Deployments:
         if replica.ready_at != WARM:
             replica.ready_at = now + self.settings.hpa.coldStart
             deployment.starting[rid] = replica.ready_at
+            deployment.next_ready = min(deployment.next_ready, replica.ready_at)
 
     def unbind(self, rid: int) -> None:
         replica = self.replicas[rid]
@@ -146,8 +148,10 @@ class Deployments:
     def _ready(self, deployment: _Deployment, now: float) -> int:
         """Bound replicas serving at ``now`` (those whose cold start is over leave ``starting``)."""
         starting = deployment.starting
-        for rid in [rid for rid, ready_at in starting.items() if ready_at <= now]:
-            del starting[rid]
+        if now >= deployment.next_ready:
+            for rid in [rid for rid, ready_at in starting.items() if ready_at <= now]:
+                del starting[rid]
+            deployment.next_ready = min(starting.values(), default=math.inf)
         return deployment.bound - len(starting)
 
     def start(self, queue: Callable[[int, int, float], None]) -> None:
@@ -202,7 +206,7 @@ class Deployments:
         current = len(deployment.replicas)
         if self._ready(deployment, now) != current:  # pending or starting replicas
             return False
-        return all(r == current for _, r in deployment.hpa.history)
+        return deployment.hpa.steady(current)
 
     def quiet_until(self, now: float, period: float) -> float:
         """After the sync at ``now``, the time of the next sync that must run (the syncs come every
