@@ -132,11 +132,10 @@ def test_inference_replicas_preempt_batch_jobs() -> None:
 
 
 @pytest.mark.parametrize("example", ["k8s-inference.yaml", "mixed-org.yaml"])
-def test_quiet_syncs_skipped_give_what_every_sync_gives(
-    example: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # Deployments.quiet_until lets the run skip syncs that change nothing (recorded later by
-    # catch_up); running every sync must give the same schedule and service figures, bit for bit
+def test_skipped_syncs_give_what_every_sync_gives(example: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Deployments._resume_at lets the run skip the syncs that change nothing (recorded later by
+    # _record_skipped); running every sync must give the same schedule and service figures, bit
+    # for bit
     from gpuplan.inputs import load_input
     from gpuplan.results.files import jobs_table, timeline_table
     from gpuplan.sim.kubernetes.services import Deployments
@@ -146,17 +145,18 @@ def test_quiet_syncs_skipped_give_what_every_sync_gives(
 
     loaded = load_input(EXAMPLES / example)
     skipping = run_input("kubernetes", loaded)
-    skipped = Deployments.quiet_until
-    calls: list[float] = []
+    resume_at = Deployments._resume_at
+    gaps: list[float] = []
 
-    def every_sync(self: Deployments, now: float, period: float) -> float:
-        calls.append(skipped(self, now, period) - (now + period))
-        self.skipped.clear()
+    def every_sync(self: Deployments, deployment: Any, now: float, period: float) -> float:
+        gaps.append(resume_at(self, deployment, now, period) - (now + period))
         return now + period
 
-    monkeypatch.setattr(Deployments, "quiet_until", every_sync)
+    monkeypatch.setattr(Deployments, "_resume_at", every_sync)
     every = run_input("kubernetes", loaded)
-    assert any(gap > 0 for gap in calls)  # syncs were skippable: the test exercises the skip
+    assert (
+        sum(gap > 0 for gap in gaps) > len(gaps) / 4
+    )  # many syncs were skippable: the test exercises the skip
     assert jobs_table(skipping).equals(jobs_table(every))
     assert timeline_table(skipping).equals(timeline_table(every))
     assert skipping.services == every.services

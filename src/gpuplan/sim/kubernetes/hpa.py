@@ -66,23 +66,33 @@ class Hpa:
     spec: HpaSpec
     scale_up: _Extreme = field(init=False)  # the lowest recommendation of the scale-up window
     scale_down: _Extreme = field(init=False)  # the highest of the scale-down window
-    last: tuple[float, int] | None = None  # the latest recommendation (time, replicas)
-    changed_at: float = -math.inf  # when the one before it that differed from it was made
 
     def __post_init__(self) -> None:
         self.scale_up = _Extreme(self.spec.scale_up_window_s, highest=False)
         self.scale_down = _Extreme(self.spec.scale_down_window_s, highest=True)
 
-    def steady(self, replicas: int) -> bool:
-        """Whether every recommendation kept for the stabilisation windows (as of the latest) is
-        ``replicas``."""
-        if self.last is None or self.last[1] != replicas:
-            return False
-        horizon = max(self.spec.scale_up_window_s, self.spec.scale_down_window_s)
-        return self.changed_at < self.last[0] - horizon
+    def acts_at(self, current: int, raw: int, first: float, period: float) -> float:
+        """With ``current`` replicas (within the bounds) and the same recommendation ``raw`` at
+        every sync from ``first`` on (every ``period``), the first of those syncs that changes
+        the replica count, or inf. Above ``current``, ``raw`` scales up once the scale-up window
+        holds no recommendation of ``current`` or fewer; below it, it scales down once the
+        scale-down window holds none of ``current`` or more; equal, it never acts."""
+        if raw == current:
+            return math.inf
+        extreme = self.scale_up if raw > current else self.scale_down
+        blocking = [
+            t for t, value in extreme.kept if (value <= current if raw > current else value >= current)
+        ]
+        if not blocking:
+            return first
+        until = blocking[-1] + extreme.window_s  # the latest one leaves the window after this
+        t = first
+        while t <= until:
+            t += period
+        return t
 
-    def desired(self, now: float, current: int, ready: int, demand_rps: float) -> int:
-        """The replica count the HPA sets at ``now``."""
+    def recommendation(self, current: int, ready: int, demand_rps: float) -> int:
+        """This sync's recommendation, before the stabilisation windows and scaling policies."""
         spec = self.spec
         raw = current
         per_replica_target = spec.throughput_per_replica * spec.target_utilization
@@ -97,14 +107,17 @@ class Hpa:
                 raw = math.ceil(ratio * ready - 1e-9)
         elif current == 0 and demand_rps > 0:
             raw = math.ceil(demand_rps / per_replica_target - 1e-9)
-        raw = min(max(raw, spec.min_replicas), spec.max_replicas)
-        if self.last is not None and self.last[1] != raw:
-            self.changed_at = self.last[0]
-        self.last = (now, raw)
-        # the lowest recommendation of the scale-up window and the highest of the scale-down one
-        # (both hold this sync's)
-        up = self.scale_up.add(now, raw)
-        down = self.scale_down.add(now, raw)
+        return min(max(raw, spec.min_replicas), spec.max_replicas)
+
+    def record(self, now: float, raw: int) -> tuple[int, int]:
+        """Keep a recommendation: the lowest of the scale-up window and the highest of the
+        scale-down one, both holding it."""
+        return self.scale_up.add(now, raw), self.scale_down.add(now, raw)
+
+    def desired(self, now: float, current: int, ready: int, demand_rps: float) -> int:
+        """The replica count the HPA sets at ``now``."""
+        spec = self.spec
+        up, down = self.record(now, self.recommendation(current, ready, demand_rps))
         target = current
         if current < up:
             target = min(up, max(current * (100 + SCALE_UP_PERCENT) // 100, current + SCALE_UP_PODS))

@@ -488,8 +488,9 @@ class KubernetesRun:
                 return  # superseded: a Deployment changed during quiet syncs (_wake_hpa)
             period = self.settings.hpa.syncPeriod
             self.deployments.sync(self.now, period, self._queue_replica, self._unbind_replica)
-            if self.now + period < self.deployments.span_s:
-                self._push(self.deployments.quiet_until(self.now, period), HPA_SYNC, a)
+            following = self.deployments.next_sync()
+            if self.now + period < self.deployments.span_s and following < math.inf:
+                self._push(following, HPA_SYNC, a)
         elif kind == CA_SCAN:
             self._autoscale()
         elif kind == KUEUE_CHANGE:
@@ -965,12 +966,10 @@ class KubernetesRun:
         return changed
 
     def _wake_hpa(self) -> None:
-        """A Deployment's replicas change outside a sync: the quiet syncs up to now are recorded
+        """A Deployment's replicas change outside a sync: the skipped syncs up to now are recorded
         and the HPA syncs again from the next one."""
-        self.deployments.catch_up(self.now)
-        if self.deployments.skipped:
-            following = self.deployments.skipped.popleft()
-            self.deployments.skipped.clear()
+        following = self.deployments.wake(self.now, self.settings.hpa.syncPeriod)
+        if following is not None:
             self.hpa_generation += 1
             self._push(following, HPA_SYNC, self.hpa_generation)
 

@@ -5,18 +5,18 @@ SLO attainment is sampled at every HPA sync: the share of syncs at which the rea
 (ready x throughput per replica) covered the demand; unmet demand = requests/s beyond capacity over
 all requests/s; mean replicas = bound replica pods; GPU-hours = GPUs of bound replicas x time.
 
-A sync changes nothing while every Deployment is *quiet*: all its replicas bound and ready, and
-every HPA recommendation in its stabilisation windows equal to its replica count. Until a
-Deployment's demand next changes, later syncs then see the same inputs and keep the same count, so
-the run does not hold them as instants of their own: ``quiet_until`` says when the next sync must
-run and keeps the ones skipped, and ``catch_up`` records each of them (its SLO sample and its HPA
-recommendation, in order, with the same arithmetic) before anything else changes a Deployment.
+Most syncs change nothing: the demand has not changed since the last (it changes every
+``DEMAND_STEP_S``), no replica is pending or ends its cold start, and the recommendation, the same
+at each, keeps the replica count until the stabilisation windows let it act. The run does not hold
+them as instants of their own: after each sync that runs, ``Deployments._resume_at`` says when the
+Deployment's next sync must run, and the ones before it are recorded when it runs or when
+something else changes the Deployment (``wake``): each SLO sample with the same arithmetic, in
+order, and the recommendation kept as every one of them would have kept it.
 """
 
 from __future__ import annotations
 
 import math
-from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -49,6 +49,10 @@ class _Deployment:
     bound: int = 0  # replicas bound to a node
     starting: dict[int, float] = field(default_factory=dict)  # bound, maybe not ready: id -> ready_at
     next_ready: float = math.inf  # no replica of ``starting`` is ready before this
+    demand: list[float] = field(default_factory=list)  # requests/s per DEMAND_STEP_S
+    next_change: list[int] = field(default_factory=list)  # per step: the next step whose demand differs
+    recorded_until: float = -math.inf  # the latest sync recorded (run or skipped)
+    resume_at: float = 0.0  # the next sync that must run (those before it change nothing)
     samples: int = 0
     met: int = 0
     demand_sum: float = 0.0
@@ -93,9 +97,17 @@ class Deployments:
                 scale_down_window_s=hpa.scaleDownStabilizationWindow,
             )
             priority = classes[assign.get(service.name, assign.get("service", settings.priorities.default))]
-            self.deployments.append(_Deployment(service, Hpa(spec), request, priority))
+            demand = service.demand_rps.tolist()
+            next_change = [len(demand)] * len(demand)
+            for step in range(len(demand) - 2, -1, -1):
+                differs = demand[step + 1] != demand[step]
+                next_change[step] = step + 1 if differs else next_change[step + 1]
+            self.deployments.append(
+                _Deployment(service, Hpa(spec), request, priority, demand=demand, next_change=next_change)
+            )
         self.span_s = max((len(s.demand_rps) * DEMAND_STEP_S for s in services), default=0.0)
-        self.skipped: deque[float] = deque()  # quiet syncs not yet recorded, in time order
+        self.synced_at = 0.0  # the latest sync time the run reached
+        self.scheduled = 0.0  # when the sync due next runs
 
     def __bool__(self) -> bool:
         return bool(self.deployments)
@@ -171,11 +183,16 @@ class Deployments:
         queue: Callable[[int, int, float], None],
         unbind: Callable[[int], None],
     ) -> None:
-        """One HPA sync: sample the SLO, then set each Deployment's replicas."""
-        self.catch_up(now)
+        """One HPA sync at ``now`` for each Deployment whose sync must run (``_resume_at``): the
+        syncs it skipped before are recorded, then it samples the SLO and sets its replicas."""
+        self.synced_at = now
         for s, deployment in enumerate(self.deployments):
+            if now < deployment.resume_at:
+                continue  # a sync that changes nothing: recorded later
+            self._record_skipped(deployment, now, period)
             sampled = self._sample(deployment, now, period)
             if sampled is None:
+                deployment.resume_at = math.inf
                 continue
             demand, ready = sampled
             desired = deployment.hpa.desired(now, len(deployment.replicas), ready, demand)
@@ -183,16 +200,27 @@ class Deployments:
                 self._create(s, now, queue, warm=False)
             while len(deployment.replicas) > desired:
                 self._delete(s, now, unbind)
+            deployment.recorded_until = now
+            deployment.resume_at = self._resume_at(deployment, now, period)
+
+    def next_sync(self) -> float:
+        """When the next sync must run: the earliest any Deployment's must."""
+        self.scheduled = min((d.resume_at for d in self.deployments), default=math.inf)
+        return self.scheduled
 
     def _sample(self, deployment: _Deployment, now: float, period: float) -> tuple[float, int] | None:
         """A sync's SLO sample at ``now``, counted; the demand and ready replicas it saw (None past
         the demand's end)."""
-        service = deployment.service
         step = int(now // DEMAND_STEP_S)
-        if step >= len(service.demand_rps):
+        if step >= len(deployment.demand):
             return None
-        demand = float(service.demand_rps[step])
-        bound, ready = deployment.bound, self._ready(deployment, now)
+        demand, ready = deployment.demand[step], self._ready(deployment, now)
+        self._count(deployment, demand, ready, period)
+        return demand, ready
+
+    @staticmethod
+    def _count(deployment: _Deployment, demand: float, ready: int, period: float) -> None:
+        service, bound = deployment.service, deployment.bound
         capacity = ready * service.throughput_per_replica
         deployment.samples += 1
         deployment.met += capacity + 1e-9 >= demand
@@ -200,48 +228,79 @@ class Deployments:
         deployment.unmet_sum += max(0.0, demand - capacity)
         deployment.bound_sum += bound
         deployment.gpu_s += bound * service.gpus_per_replica * period
-        return demand, ready
 
-    def _quiet(self, deployment: _Deployment, now: float) -> bool:
-        current = len(deployment.replicas)
-        if self._ready(deployment, now) != current:  # pending or starting replicas
-            return False
-        return deployment.hpa.steady(current)
-
-    def quiet_until(self, now: float, period: float) -> float:
-        """After the sync at ``now``, the time of the next sync that must run (the syncs come every
-        ``period``): the next one unless every Deployment is quiet, else the first at which a demand
-        changes, or the last before the demands end. The syncs before it are kept to be recorded."""
-        after = now + period
-        if not all(self._quiet(d, now) for d in self.deployments):
-            return after
-        change = math.inf
-        for d in self.deployments:
-            demand = d.service.demand_rps
-            step = int(now // DEMAND_STEP_S)
-            if step >= len(demand):
-                continue
-            later = step + 1
-            while later < len(demand) and demand[later] == demand[step]:
-                later += 1
-            change = min(change, later * DEMAND_STEP_S)
-        t = after
-        while t < change and t + period < self.span_s:
-            self.skipped.append(t)
+    def _resume_at(self, deployment: _Deployment, now: float, period: float) -> float:
+        """After its sync at ``now``, the next sync of the Deployment that must run. The ones
+        before it see what the first of them sees -- the same demand (its step has not changed),
+        every replica bound (none pending, whose binding could come at any time) and the same ready
+        ones (no cold start ends) -- and so the same recommendation, which keeps the replica count
+        until the stabilisation windows let it act (Hpa.acts_at); each of them is recorded
+        later, with the same arithmetic, in time order. The last sync before the demands end always
+        runs."""
+        first = now + period
+        current, spec = len(deployment.replicas), deployment.hpa.spec
+        step = int(first // DEMAND_STEP_S)
+        if (
+            deployment.bound != current
+            or not spec.min_replicas <= current <= spec.max_replicas
+            or step >= len(deployment.demand)
+        ):
+            return first
+        ready = self._ready_then(deployment, first)
+        raw = deployment.hpa.recommendation(current, ready, deployment.demand[step])
+        later = min(
+            deployment.hpa.acts_at(current, raw, first, period),
+            deployment.next_change[step] * DEMAND_STEP_S,  # the demand changes
+            min((r for r in deployment.starting.values() if r > first), default=math.inf),  # one is ready
+        )
+        t = first
+        while t < later and t + period < self.span_s:
             t += period
         return t
 
-    def catch_up(self, until: float) -> None:
-        """Record the quiet syncs skipped up to and including ``until``: nothing changed since they
-        were skipped, so each sees what the last sync saw."""
-        while self.skipped and self.skipped[0] <= until:
-            t = self.skipped.popleft()
-            for deployment in self.deployments:
-                sampled = self._sample(deployment, t, self.settings.hpa.syncPeriod)
-                if sampled is not None:
-                    current = len(deployment.replicas)
-                    kept = deployment.hpa.desired(t, current, sampled[1], sampled[0])
-                    assert kept == current, "a quiet Deployment's HPA changed its replicas"
+    @staticmethod
+    def _ready_then(deployment: _Deployment, at: float) -> int:
+        """Bound replicas serving at ``at`` (later than now), as they are now."""
+        return deployment.bound - sum(1 for ready_at in deployment.starting.values() if ready_at > at)
+
+    def _record_skipped(self, deployment: _Deployment, until: float, period: float) -> None:
+        """Record the Deployment's skipped syncs up to ``until`` (one at ``until`` only if it was
+        skipped): each sees what the first saw (``_resume_at``), samples it, and keeps the same
+        recommendation, which changes nothing."""
+        if deployment.recorded_until == -math.inf:
+            return  # its first sync has not run
+        t = deployment.recorded_until + period
+        if t > until or t >= deployment.resume_at or t >= self.span_s:
+            return
+        current = len(deployment.replicas)
+        ready = self._ready_then(deployment, t)
+        step = int(t // DEMAND_STEP_S)
+        demand = deployment.demand[step]
+        raw = deployment.hpa.recommendation(current, ready, demand)
+        last = t
+        while t <= until and t < deployment.resume_at:
+            self._count(deployment, demand, ready, period)
+            last = t
+            t += period
+        # the windows after each of them kept ``raw``: as after the last (older ones that ``raw``
+        # supersedes or that left the window are gone either way)
+        deployment.hpa.record(last, raw)
+        deployment.recorded_until = last
+
+    def wake(self, now: float, period: float) -> float | None:
+        """A Deployment's replicas change outside a sync (its replicas moved off a removed node):
+        the skipped syncs up to ``now`` are recorded and every Deployment syncs again from the next
+        one, whose time is returned when it comes before the sync already due (else None)."""
+        following = self.synced_at
+        while following <= now:
+            following += period
+        for deployment in self.deployments:
+            self._record_skipped(deployment, now, period)
+            deployment.resume_at = min(deployment.resume_at, following)
+        if following < self.scheduled and following < self.span_s:
+            self.scheduled = following
+            return following
+        return None
 
     def on_node(self, node: int) -> list[int]:
         return [rid for rid, replica in self.replicas.items() if replica.node == node]
