@@ -17,10 +17,14 @@ or ``Rejected`` (with its reason); its preemptions are counted in jobs.parquet, 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from gpuplan.workload.jobtable import Float64, Int64, Labels
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 CREATED, QUOTA_RESERVED, ADMITTED, PODS_READY = "Created", "QuotaReserved", "Admitted", "PodsReady"
 EVICTED, REQUEUED, FINISHED, REJECTED = "Evicted", "Requeued", "Finished", "Rejected"
@@ -70,10 +74,18 @@ class EventLog:
         )
 
 
-def _labels(values: list[str]) -> Labels:
-    index: dict[str, int] = {"": 0}
-    codes = np.fromiter((index.setdefault(v, len(index)) for v in values), np.int32, len(values))
-    return Labels(codes, tuple(index))
+def _labels(values: pa.Array) -> Labels:
+    """Dictionary-encoded, the labels in order of first appearance after "" (code 0)."""
+    encoded = values.dictionary_encode()
+    words: list[str] = encoded.dictionary.to_pylist()
+    codes = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int32)
+    if "" not in words:
+        return Labels(codes + 1 if len(codes) else codes, ("", *words))
+    empty = words.index("")
+    shift = np.arange(len(words), dtype=np.int32)  # "" moves to 0, the words before it up one
+    shift[:empty] += 1
+    shift[empty] = 0
+    return Labels(shift[codes], ("", *(w for i, w in enumerate(words) if i != empty)))
 
 
 @dataclass
@@ -95,16 +107,24 @@ class EventRecorder:
         self.rows.append((job, time_s, event, reason, detail, queue, flavor))
 
     def log(self) -> EventLog:
-        rows = self.rows
-        time_s = np.array([r[1] for r in rows], np.float64)
-        order = np.argsort(time_s, kind="stable")
-        rows = [rows[i] for i in order.tolist()]
+        import pyarrow as pa
+
+        if not self.rows:
+            empty = Labels(np.zeros(0, np.int32), ("",))
+            return EventLog(np.zeros(0, np.int64), np.zeros(0), empty, empty, empty, empty, empty)
+        job, time_s, *texts = zip(*self.rows, strict=True)
+        times = np.array(time_s, np.float64)
+        order = np.argsort(times, kind="stable")
+        taken = pa.array(order)
+        event, reason, detail, queue, flavor = (
+            _labels(pa.array(column, pa.string()).take(taken)) for column in texts
+        )
         return EventLog(
-            job=np.array([r[0] for r in rows], np.int64),
-            time_s=time_s[order],
-            event=_labels([r[2] for r in rows]),
-            reason=_labels([r[3] for r in rows]),
-            detail=_labels([r[4] for r in rows]),
-            queue=_labels([r[5] for r in rows]),
-            flavor=_labels([r[6] for r in rows]),
+            job=np.array(job, np.int64)[order],
+            time_s=times[order],
+            event=event,
+            reason=reason,
+            detail=detail,
+            queue=queue,
+            flavor=flavor,
         )

@@ -418,14 +418,16 @@ class KubernetesRun:
     def run(self) -> None:
         for c, change in enumerate(self.settings.kueue.changes if self.kueue is not None else []):
             self._push(change.at, KUEUE_CHANGE, c)
+        submit_s: list[float] = self.jobs.submit_s.astype(np.float64).tolist()
+        arrivals: list[int] = []  # the jobs created, in submit order (the heap need not hold them)
         for j in range(len(self.jobs)):
             if self.refusal[j]:
                 self.rejected[j] = True
-                submit = float(self.jobs.submit_s[j])
-                self.log.add(j, submit, CREATED, queue=self._queue_name(j))
-                self.log.add(j, submit, REJECTED_EVENT, self.refusal[j], queue=self._queue_name(j))
+                self.log.add(j, submit_s[j], CREATED, queue=self._queue_name(j))
+                self.log.add(j, submit_s[j], REJECTED_EVENT, self.refusal[j], queue=self._queue_name(j))
             else:
-                self._push(float(self.jobs.submit_s[j]), SUBMIT, j)
+                arrivals.append(j)
+        self.batch_events += len(arrivals)
         if self.deployments:
             self.deployments.start(self._queue_replica)
             self._scheduler_pass()  # the warm replicas are bound before the first sync
@@ -433,14 +435,24 @@ class KubernetesRun:
         if self.any_autoscaled:
             self._push(0.0, CA_SCAN)
             self.scan_queued = True
-        events = self.events
-        while events:
-            now = events[0][0]
+        events, arrived, pop = self.events, 0, heapq.heappop
+        while events or arrived < len(arrivals):
+            now = events[0][0] if events else math.inf
+            if arrived < len(arrivals) and submit_s[arrivals[arrived]] <= now:
+                now = submit_s[arrivals[arrived]]
             self._advance(now)
+            # the instant's events in kind order: those before SUBMIT, the jobs created, the rest
+            while events and events[0][0] == now and events[0][1] < SUBMIT:
+                _, kind, _, a, b = pop(events)
+                self.batch_events -= kind not in PERIODIC
+                self._handle(kind, a, b)
+            while arrived < len(arrivals) and submit_s[arrivals[arrived]] == now:
+                self.batch_events -= 1
+                self._handle(SUBMIT, arrivals[arrived], 0)
+                arrived += 1
             while events and events[0][0] == now:
-                _, kind, _, a, b = heapq.heappop(events)
-                if kind not in PERIODIC:
-                    self.batch_events -= 1
+                _, kind, _, a, b = pop(events)
+                self.batch_events -= kind not in PERIODIC
                 self._handle(kind, a, b)
             self._schedule()
             self._wake_autoscaler()
