@@ -476,6 +476,14 @@ class ClusterAutoscaler(Section):
     )
 
 
+class ControllerManager(Section):
+    """kube-controller-manager's client to the API server, which the Job controller creates pods
+    through: a token bucket of ``kubeAPIBurst`` requests refilled at ``kubeAPIQPS`` per second."""
+
+    kubeAPIQPS: float = Field(20.0, gt=0, le=1e6, description="--kube-api-qps (upstream default 20)")
+    kubeAPIBurst: int = Field(30, ge=1, le=1_000_000, description="--kube-api-burst (upstream default 30)")
+
+
 class KubernetesSettings(Section):
     """The Kubernetes/OKE model: Kueue, kube-scheduler, priorities, HPA, cluster autoscaler."""
 
@@ -491,6 +499,7 @@ class KubernetesSettings(Section):
         "nvidia.com/gpu tolerate the taints of that key",
     )
     clusterAutoscaler: ClusterAutoscaler = ClusterAutoscaler()
+    controllerManager: ControllerManager = ControllerManager()
 
     @model_validator(mode="after")
     def _names(self) -> KubernetesSettings:

@@ -4,11 +4,12 @@ the cluster autoscaler over one event heap.
 Each batch job is a Kubernetes Job of ``nodes`` pods, each asking ``gpus_per_node`` GPUs (or a share
 of one GPU). At every instant the loop (1) applies the instant's events in a fixed order (pod ends,
 nodes becoming Ready, job creations, waitForPodsReady timeouts, requeues, HPA syncs, autoscaler
-scans), (2) runs Kueue's admission cycles, (3) runs one kube-scheduler pass over the pending pods in
-queue order (PrioritySort: priority, then creation time; pods of jobs created at the same instant
-interleave, as the Job controller creates them concurrently), with DefaultPreemption for pods that do
-not fit, (4) repeats (2)-(3) while a preemption freed room, then (5) starts every job whose pods are
-all bound and records the timeline.
+scans, pods created), (2) runs Kueue's admission cycles, (3) runs one kube-scheduler pass over the
+pending pods in queue order (PrioritySort: priority, then the pod's creation time, which the Job
+controller's slow-start batches and kube-controller-manager's API rate limit set, controllers.py;
+pods created at the same instant interleave across jobs, as the controller creates them
+concurrently), with DefaultPreemption for pods that do not fit, (4) repeats (2)-(3) while a
+preemption freed room, then (5) starts every job whose pods are all bound and records the timeline.
 
 A job makes progress only while all its pods are bound (a distributed job waits for every worker);
 GPUs held by a partly placed job are *idle but held*: the timeline's busy GPUs are those of running
@@ -25,6 +26,7 @@ from __future__ import annotations
 import heapq
 import math
 import time
+from collections import deque
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -53,6 +55,7 @@ from gpuplan.sim.events import (
 )
 from gpuplan.sim.kubernetes.autoscaler import scale_down_candidates, scale_up
 from gpuplan.sim.kubernetes.cluster import MILLI, UNKNOWN, NodePoolSpec, Nodes
+from gpuplan.sim.kubernetes.controllers import ApiClient, PodCreation
 from gpuplan.sim.kubernetes.kueue import PENDING_EVALUATION, Decision, Kueue
 from gpuplan.sim.kubernetes.placement import PoolPlacement
 from gpuplan.sim.kubernetes.preemption import PodIndex, choose_victims
@@ -85,7 +88,7 @@ if TYPE_CHECKING:
 MODEL = "kubernetes"
 
 # Event kinds, in the order they apply within one instant.
-END, NODE_READY, SUBMIT, PODS_READY_TIMEOUT, REQUEUE, HPA_SYNC, CA_SCAN, KUEUE_CHANGE = range(8)
+END, NODE_READY, SUBMIT, PODS_READY_TIMEOUT, REQUEUE, HPA_SYNC, CA_SCAN, KUEUE_CHANGE, POD_CREATED = range(9)
 PERIODIC = (HPA_SYNC, CA_SCAN)
 MAX_ROUNDS = 20  # admission + scheduling rounds per instant (each round needs a preemption to repeat)
 
@@ -172,6 +175,7 @@ class KubernetesRun:
         self.final_node = np.full(total_pods, -1, np.int32)  # nodes of each job's last run
         self.state: list[int] = [WAITING] * n
         self.placed: list[int] = [0] * n
+        self.created: list[int] = [0] * n  # pods created, this generation (controllers.py)
         self.pool_sel = np.array([r.pool for r in self.requests], np.int32) if n else np.zeros(0, np.int32)
         self.remaining = jobs.duration_s.astype(np.float64).copy()
         self.done_work = np.zeros(n)  # work saved by checkpoints before the last eviction
@@ -191,6 +195,10 @@ class KubernetesRun:
         self.job_gpus = self.milli_of_job * self.pods / MILLI
         self.rejected = np.zeros(n, bool)
         self.log = EventRecorder()
+        manager = settings.controllerManager
+        self.api = ApiClient(manager.kubeAPIQPS, manager.kubeAPIBurst)
+        self.creations: dict[int, PodCreation] = {}  # jobs whose pods are being created
+        self.sending: deque[tuple[int, int]] = deque()  # (job, generation) with a batch to send now
         self.kueue_preemption_reasons: dict[str, int] = {}  # Kueue's Preempted reason -> evictions
         self.given_up: dict[int, str] = {}  # job -> why the run gave it up (REQUEUING_LIMIT_EXCEEDED, ...)
         self.placing = 0  # jobs with pods created but not all bound
@@ -507,6 +515,8 @@ class KubernetesRun:
             self._autoscale()
         elif kind == KUEUE_CHANGE:
             self._kueue_change(a)
+        elif kind == POD_CREATED and self.generation[a] == b and a in self.creations:
+            self.sending.append((a, b))
 
     def _schedule(self) -> None:
         # Until nothing changes: a preemption frees room (and requeues its victim) that pods and
@@ -564,9 +574,34 @@ class KubernetesRun:
         if self._managed(j):
             self.placing_admitted += 1
         self.held_since[j] = self.now
-        priority, generation = -self.pod_priority[j], self.generation[j]
-        self.fresh.extend((priority, self.now, k, j, generation) for k in range(self.pod_count[j]))
+        self.created[j] = 0
+        self.creations[j] = PodCreation(self.pod_count[j])
+        self.sending.append((j, self.generation[j]))
         self.pods_since_scan = True
+
+    def _send_batches(self) -> None:
+        """The Job controller creates the pods of the jobs it syncs now (controllers.py), each job's
+        next slow-start batch in turn, as its workers do concurrently: the pods whose requests have
+        gone through by now join kube-scheduler's queue; a batch still waiting for the API rate
+        limit goes on at a POD_CREATED event."""
+        sending = self.sending
+        while sending:
+            j, generation = sending.popleft()
+            creation = self.creations.get(j)
+            if creation is None or generation != self.generation[j]:
+                continue  # evicted since
+            if not creation.sent:
+                creation.send(self.api, self.now)
+            priority = -self.pod_priority[j]
+            for created, k in creation.created_by(self.now):
+                self.fresh.append((priority, created, k, j, generation))
+                self.created[j] += 1
+            if creation.sent:
+                self._push(creation.sent[0][0], POD_CREATED, j, generation)
+            elif creation.finished:
+                del self.creations[j]
+            else:
+                sending.append((j, generation))
 
     def _admitted(self, decision: Decision) -> None:
         j = decision.job
@@ -653,6 +688,7 @@ class KubernetesRun:
             self.placing_admitted -= self._managed(j)
             self._queued(j, -1)
         self.generation[j] += 1
+        self.creations.pop(j, None)  # the pods not yet created never will be
         self._release_pods(j)
         if self.kueue is not None and j in self.kueue.flavor_of:
             self.kueue.release(j)
@@ -740,6 +776,8 @@ class KubernetesRun:
         """Pending pods in queue order; each bound to the best node, or preempting, or left pending.
         Without capacity freed since the last pass only new pods are tried (the others still fit
         nowhere: kube-scheduler's unschedulable queue waits for a cluster event)."""
+        if self.sending:
+            self._send_batches()
         self.fresh.sort()
         if self.freed:
             queue = sorted(self.pending + self.fresh)
@@ -763,6 +801,9 @@ class KubernetesRun:
                     continue  # bound with its PodGroup
                 pod = self.requests[owner]
                 if self.gang_scheduled[owner]:
+                    if self.created[owner] < self.pod_count[owner]:
+                        still.append(key)  # PreFilter: a PodGroup waits until all its pods exist
+                        continue
                     if owner in waiting or id(pod) in unschedulable or not self._bind_pod_group(owner):
                         waiting.add(owner)
                         still.append(key)  # the group waits whole (Coscheduling's Permit)
@@ -906,7 +947,8 @@ class KubernetesRun:
         ca = self.settings.clusterAutoscaler
         changed = False
         self.scan_queued = False
-        self.pods_since_scan = bool(self.fresh)  # created this instant, not yet tried by kube-scheduler
+        # created this instant, not yet tried by kube-scheduler
+        self.pods_since_scan = bool(self.fresh or self.sending)
         pending = self._unschedulable()
         if pending:
             for pool, count in scale_up(self.nodes, self.provisioning, pending).items():
