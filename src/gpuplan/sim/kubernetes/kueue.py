@@ -682,6 +682,8 @@ class Kueue:
         pkg/cache/queue/cluster_queue.go RequeueIfNotPresent); a StrictFIFO queue keeps its head,
         which holds the quota it waits for (``_reservation``)."""
         q = self.queues[queue]
+        if not q.waiting:
+            return None
         heads = sorted((heap[0], size) for size, heap in q.classes.items() if heap)
         for (_, _, job), _size in heads:
             decision = self._assign(job, queue)

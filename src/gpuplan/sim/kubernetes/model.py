@@ -286,6 +286,8 @@ class KubernetesRun:
             else []
         )
         self.borrowed_gpu_s = [0.0] * len(self.queue_names)
+        self.borrowing: list[tuple[int, float]] = []  # (ClusterQueue, GPUs it borrows), as of ...
+        self.borrowing_at = -1  # ... this count of the quota tree's changes
         # queues.parquet: (time, queue, admitted GPUs, borrowed GPUs, pending, weighted share)
         self.queue_rows: list[tuple[float, int, float, float, int, float]] = []
         self.last_queue_row: list[tuple[float, float, int, float] | None] = [None] * len(self.queue_names)
@@ -480,10 +482,15 @@ class KubernetesRun:
         if dt > 0:
             if self.kueue is not None:
                 tree, queues = self.kueue.tree, self.kueue.queues
-                for q in self.cohort_queues:
-                    borrowed = tree.borrowed(queues[q].policy.node)
-                    if borrowed:
-                        self.borrowed_gpu_s[q] += borrowed / MILLI * dt
+                if self.borrowing_at != tree.changes:  # usage or quotas changed since last read
+                    self.borrowing_at = tree.changes
+                    self.borrowing = [
+                        (q, borrowed / MILLI)
+                        for q in self.cohort_queues
+                        if (borrowed := tree.borrowed(queues[q].policy.node))
+                    ]
+                for q, gpus in self.borrowing:
+                    self.borrowed_gpu_s[q] += gpus * dt
             self.clock = now
         self.now = now
 
@@ -792,16 +799,20 @@ class KubernetesRun:
         # the pass (until a preemption frees some): later pods asking the same are not tried again.
         unschedulable: set[int] = set()  # ids of (interned) requests
         waiting: set[int] = set()  # PodGroups that found no room this pass
+        # the lists below are only changed in place during the pass
+        state, generation, placed, pod_count = self.state, self.generation, self.placed, self.pod_count
+        requests, gang_scheduled = self.requests, self.gang_scheduled
+        nodes, scoring = self.nodes, self.scoring
         for key in queue:
             owner = key[3]
             if owner >= 0:
-                if self.state[owner] != PLACING or key[4] != self.generation[owner]:
+                if state[owner] != PLACING or key[4] != generation[owner]:
                     continue  # evicted since it was queued
-                if self.placed[owner] >= self.pod_count[owner]:
+                if placed[owner] >= pod_count[owner]:
                     continue  # bound with its PodGroup
-                pod = self.requests[owner]
-                if self.gang_scheduled[owner]:
-                    if self.created[owner] < self.pod_count[owner]:
+                pod = requests[owner]
+                if gang_scheduled[owner]:
+                    if self.created[owner] < pod_count[owner]:
                         still.append(key)  # PreFilter: a PodGroup waits until all its pods exist
                         continue
                     if owner in waiting or id(pod) in unschedulable or not self._bind_pod_group(owner):
@@ -818,7 +829,7 @@ class KubernetesRun:
             if id(pod) in unschedulable:
                 still.append(key)
                 continue
-            node = select_node(self.nodes, pod, self.scoring)
+            node = select_node(nodes, pod, scoring)
             if node < 0 and -key[0] > self.index.lowest:
                 node = self._preempt_for(pod, -key[0])
                 if node >= 0:
@@ -829,7 +840,7 @@ class KubernetesRun:
                 continue
             if owner >= 0:
                 self._bind(owner, node)
-                if self.placed[owner] == self.pod_count[owner]:
+                if placed[owner] == pod_count[owner]:
                     started.append(owner)
             else:
                 self._bind_replica(-owner - 1, node)
