@@ -785,6 +785,8 @@ class KubernetesRun:
         nowhere: kube-scheduler's unschedulable queue waits for a cluster event)."""
         if self.sending:
             self._send_batches()
+        if not (self.fresh or self.freed):
+            return  # nothing new to try, nothing freed for the pods left pending
         self.fresh.sort()
         if self.freed:
             queue = sorted(self.pending + self.fresh)
@@ -845,7 +847,8 @@ class KubernetesRun:
             else:
                 self._bind_replica(-owner - 1, node)
         # both in queue order (keys are unique): sorting their concatenation merges two runs
-        self.pending = sorted(self.pending + still) if self.pending else still
+        if still:
+            self.pending = sorted(self.pending + still) if self.pending else still
         for j in started:
             self._start(j)
 

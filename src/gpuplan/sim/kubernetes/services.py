@@ -277,11 +277,25 @@ class Deployments:
         step = int(t // DEMAND_STEP_S)
         demand = deployment.demand[step]
         raw = deployment.hpa.recommendation(current, ready, demand)
-        last = t
+        # _count's sums, each sample added in turn (the same floating-point results)
+        service, bound = deployment.service, deployment.bound
+        capacity = ready * service.throughput_per_replica
+        met, unmet = capacity + 1e-9 >= demand, max(0.0, demand - capacity)
+        gpu_s = bound * service.gpus_per_replica * period
+        demand_sum, unmet_sum = deployment.demand_sum, deployment.unmet_sum
+        bound_sum, gpu_sum = deployment.bound_sum, deployment.gpu_s
+        count, last = 0, t
         while t <= until and t < deployment.resume_at:
-            self._count(deployment, demand, ready, period)
-            last = t
+            demand_sum += demand
+            unmet_sum += unmet
+            bound_sum += bound
+            gpu_sum += gpu_s
+            count, last = count + 1, t
             t += period
+        deployment.samples += count
+        deployment.met += met * count
+        deployment.demand_sum, deployment.unmet_sum = demand_sum, unmet_sum
+        deployment.bound_sum, deployment.gpu_s = bound_sum, gpu_sum
         # the windows after each of them kept ``raw``: as after the last (older ones that ``raw``
         # supersedes or that left the window are gone either way)
         deployment.hpa.record(last, raw)
