@@ -17,14 +17,10 @@ or ``Rejected`` (with its reason); its preemptions are counted in jobs.parquet, 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from gpuplan.workload.jobtable import Float64, Int64, Labels
-
-if TYPE_CHECKING:
-    import pyarrow as pa
 
 CREATED, QUOTA_RESERVED, ADMITTED, PODS_READY = "Created", "QuotaReserved", "Admitted", "PodsReady"
 EVICTED, REQUEUED, FINISHED, REJECTED = "Evicted", "Requeued", "Finished", "Rejected"
@@ -74,25 +70,29 @@ class EventLog:
         )
 
 
-def _labels(values: pa.Array) -> Labels:
-    """Dictionary-encoded, the labels in order of first appearance after "" (code 0)."""
-    encoded = values.dictionary_encode()
+def _labels(values: list[str], order: Int64) -> Labels:
+    """``values`` taken in ``order``, dictionary-encoded: "" is code 0, the other labels in order of
+    first appearance."""
+    import pyarrow as pa
+
+    encoded = pa.array(values, pa.string()).dictionary_encode()
     words: list[str] = encoded.dictionary.to_pylist()
-    codes = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int32)
-    if "" not in words:
-        return Labels(codes + 1 if len(codes) else codes, ("", *words))
-    empty = words.index("")
-    shift = np.arange(len(words), dtype=np.int32)  # "" moves to 0, the words before it up one
-    shift[:empty] += 1
-    shift[empty] = 0
-    return Labels(shift[codes], ("", *(w for i, w in enumerate(words) if i != empty)))
+    codes = encoded.indices.to_numpy(zero_copy_only=False)[order]
+    present, first = np.unique(codes, return_index=True)
+    appearing = present[np.argsort(first, kind="stable")].tolist()  # codes by first appearance
+    labels = ["", *(words[c] for c in appearing if words[c] != "")]
+    code_of = {label: code for code, label in enumerate(labels)}
+    renumber = np.array([code_of[word] for word in words] or [0], np.int32)
+    return Labels(renumber[codes], tuple(labels))
 
 
 @dataclass
 class EventRecorder:
-    """Collects events as a run goes; ``log()`` sorts them by time (stable)."""
+    """Collects events as a run goes, a list per column; ``log()`` sorts them by time (stable)."""
 
-    rows: list[tuple[int, float, str, str, str, str, str]] = field(default_factory=list)
+    job: list[int] = field(default_factory=list)
+    time_s: list[float] = field(default_factory=list)
+    texts: tuple[list[str], ...] = field(default_factory=lambda: ([], [], [], [], []))
 
     def add(
         self,
@@ -104,23 +104,21 @@ class EventRecorder:
         queue: str = "",
         flavor: str = "",
     ) -> None:
-        self.rows.append((job, time_s, event, reason, detail, queue, flavor))
+        self.job.append(job)
+        self.time_s.append(time_s)
+        texts = self.texts
+        texts[0].append(event)
+        texts[1].append(reason)
+        texts[2].append(detail)
+        texts[3].append(queue)
+        texts[4].append(flavor)
 
     def log(self) -> EventLog:
-        import pyarrow as pa
-
-        if not self.rows:
-            empty = Labels(np.zeros(0, np.int32), ("",))
-            return EventLog(np.zeros(0, np.int64), np.zeros(0), empty, empty, empty, empty, empty)
-        job, time_s, *texts = zip(*self.rows, strict=True)
-        times = np.array(time_s, np.float64)
+        times = np.array(self.time_s, np.float64)
         order = np.argsort(times, kind="stable")
-        taken = pa.array(order)
-        event, reason, detail, queue, flavor = (
-            _labels(pa.array(column, pa.string()).take(taken)) for column in texts
-        )
+        event, reason, detail, queue, flavor = (_labels(column, order) for column in self.texts)
         return EventLog(
-            job=np.array(job, np.int64)[order],
+            job=np.array(self.job, np.int64)[order],
             time_s=times[order],
             event=event,
             reason=reason,
