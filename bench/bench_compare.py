@@ -5,7 +5,8 @@ mixed scenario (research batch training, nightly pipelines, notebooks and two in
     python bench/bench_compare.py [--days 30] [--processes N]
 
 Prints the jobs, each model's simulation time and the wall time of the whole comparison
-(target: <= 60 s on 2 cores).
+(target: <= 60 s on 2 cores; issue 16's for simulation: Kubernetes <= 1 s, hybrid <= 1.5 s).
+``--processes 1`` runs the models one after the other, so each has a core to itself.
 """
 
 from __future__ import annotations

@@ -84,7 +84,8 @@ def reference_fits(nodes: Nodes, node: int, pod: PodRequest) -> bool:
         and int(nodes.cpu_free[node]) >= pod.cpu
         and int(nodes.mem_free[node]) >= pod.mem
         and gpus_ok
-        and pod.may_use(int(nodes.pool[node]))
+        and (pod.pool < 0 or pod.pool == nodes.pool[node])  # NodeAffinity: its node selector
+        and (not pod.pools or nodes.pool[node] in pod.pools)  # TaintToleration
     )
 
 

@@ -750,8 +750,13 @@ class Kueue:
             entries.sort(key=lambda entry: entry[0])
             progressed = False
             reserved: list[tuple[int, int, float]] = []  # (quota node, flavor, GPUs) for this cycle
+            heads_changes = tree.changes  # the quota the heads were assigned against
             for _, first in entries:
-                decision = self._assign(first.job, first.queue)  # quota may have changed this cycle
+                # quota may have changed this cycle: assigned again, unless nothing did and the
+                # head fits without preempting (a preemptor's targets also set their reasons)
+                unchanged = tree.changes == heads_changes and not reserved
+                reuse = unchanged and first.mode == Mode.FIT and not first.victims
+                decision = first if reuse else self._assign(first.job, first.queue)
                 if decision.mode <= Mode.NO_CANDIDATES:
                     self._no_fit(first.job, first.queue)
                 if decision.mode == Mode.NO_CANDIDATES and self.queues[first.queue].policy.strict_fifo:

@@ -524,6 +524,7 @@ class KubernetesRun:
             self._kueue_change(a)
         elif kind == POD_CREATED and self.generation[a] == b and a in self.creations:
             self.sending.append((a, b))
+            self.pods_since_scan = True
 
     def _schedule(self) -> None:
         # Until nothing changes: a preemption frees room (and requeues its victim) that pods and
@@ -575,7 +576,7 @@ class KubernetesRun:
         return self.queue_names[int(self.queue_of_job[j])] if self._managed(j) else ""
 
     def _create_pods(self, j: int) -> None:
-        """The Job runs (Kueue unsuspends it): its pods go to kube-scheduler's queue."""
+        """The Job runs (Kueue unsuspends it): the Job controller creates its pods (_send_batches)."""
         self.state[j] = PLACING
         self.placing += 1
         if self._managed(j):
