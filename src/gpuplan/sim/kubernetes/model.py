@@ -1084,14 +1084,14 @@ class KubernetesRun:
             return None
         if not self.queue_rows:
             return QueueSeries.empty()
-        column = list(zip(*self.queue_rows, strict=True))
+        rows = np.array(self.queue_rows, np.float64)  # every figure is exact in a float64
         return QueueSeries(
-            time_s=np.array(column[0], np.float64),
-            queue=Labels(np.array(column[1], np.int32), tuple(self.queue_names)),
-            admitted_gpus=np.array(column[2], np.float64),
-            borrowed_gpus=np.array(column[3], np.float64),
-            pending_jobs=np.array(column[4], np.int32),
-            weighted_share=np.array(column[5], np.float64),
+            time_s=rows[:, 0].copy(),
+            queue=Labels(rows[:, 1].astype(np.int32), tuple(self.queue_names)),
+            admitted_gpus=rows[:, 2].copy(),
+            borrowed_gpus=rows[:, 3].copy(),
+            pending_jobs=rows[:, 4].astype(np.int32),
+            weighted_share=rows[:, 5].copy(),
         )
 
     def outcome(self, simulate_s: float) -> ModelRun:
