@@ -910,6 +910,7 @@ class KubernetesRun:
         self.pods_since_scan = True
 
     def _bind_replica(self, rid: int, node: int) -> None:
+        self._wake_hpa(self.deployments.replicas[rid].service)
         pod = self.deployments.request(rid)
         mask = self.nodes.take(node, pod.gpus, pod.milli, pod.cpu, pod.mem, False)
         self.deployments.bind(rid, node, mask, self.now)
@@ -1034,10 +1035,10 @@ class KubernetesRun:
             changed = True
         return changed
 
-    def _wake_hpa(self) -> None:
-        """A Deployment's replicas change outside a sync: the skipped syncs up to now are recorded
-        and the HPA syncs again from the next one."""
-        following = self.deployments.wake(self.now, self.settings.hpa.syncPeriod)
+    def _wake_hpa(self, service: int | None = None) -> None:
+        """A Deployment's replicas change outside a sync (``service``'s, or any): the skipped syncs
+        up to now are recorded and the HPA syncs again from the next one."""
+        following = self.deployments.wake(self.now, self.settings.hpa.syncPeriod, service)
         if following is not None:
             self.hpa_generation += 1
             self._push(following, HPA_SYNC, self.hpa_generation)

@@ -232,19 +232,14 @@ class Deployments:
     def _resume_at(self, deployment: _Deployment, now: float, period: float) -> float:
         """After its sync at ``now``, the next sync of the Deployment that must run. The ones
         before it see what the first of them sees -- the same demand (its step has not changed),
-        every replica bound (none pending, whose binding could come at any time) and the same ready
-        ones (no cold start ends) -- and so the same recommendation, which keeps the replica count
-        until the stabilisation windows let it act (Hpa.acts_at); each of them is recorded
-        later, with the same arithmetic, in time order. The last sync before the demands end always
-        runs."""
+        the same replicas bound (a pending one bound meanwhile calls ``wake`` first) and ready (no
+        cold start ends) -- and so the same recommendation, which keeps the replica count until
+        the stabilisation windows let it act (Hpa.acts_at); each of them is recorded later, with
+        the same arithmetic, in time order. The last sync before the demands end always runs."""
         first = now + period
         current, spec = len(deployment.replicas), deployment.hpa.spec
         step = int(first // DEMAND_STEP_S)
-        if (
-            deployment.bound != current
-            or not spec.min_replicas <= current <= spec.max_replicas
-            or step >= len(deployment.demand)
-        ):
+        if not spec.min_replicas <= current <= spec.max_replicas or step >= len(deployment.demand):
             return first
         ready = self._ready_then(deployment, first)
         raw = deployment.hpa.recommendation(current, ready, deployment.demand[step])
@@ -301,14 +296,16 @@ class Deployments:
         deployment.hpa.record(last, raw)
         deployment.recorded_until = last
 
-    def wake(self, now: float, period: float) -> float | None:
-        """A Deployment's replicas change outside a sync (its replicas moved off a removed node):
-        the skipped syncs up to ``now`` are recorded and every Deployment syncs again from the next
-        one, whose time is returned when it comes before the sync already due (else None)."""
+    def wake(self, now: float, period: float, service: int | None = None) -> float | None:
+        """Replicas change outside a sync: a pending one of Deployment ``service`` is bound, or
+        (``service`` None) replicas move off a removed node. Before the change, the skipped syncs up
+        to ``now`` are recorded; the Deployment (every one, for None) syncs again from the next
+        sync, whose time is returned when it comes before the sync already due (else None)."""
         following = self.synced_at
         while following <= now:
             following += period
-        for deployment in self.deployments:
+        woken = self.deployments if service is None else [self.deployments[service]]
+        for deployment in woken:
             self._record_skipped(deployment, now, period)
             deployment.resume_at = min(deployment.resume_at, following)
         if following < self.scheduled and following < self.span_s:
