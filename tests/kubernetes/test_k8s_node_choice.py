@@ -183,3 +183,16 @@ def test_every_registered_strategy_is_compiled() -> None:
     from gpuplan.sim.engine._batchcore import scoring_strategies
 
     assert list(SCORING_STRATEGIES) == scoring_strategies()
+
+
+def test_a_runs_nodes_survive_pickling() -> None:
+    # a run's outcome keeps its Nodes (PoolPlacement): it crosses process boundaries by pickle
+    import pickle
+
+    nodes = Nodes([node_pool(2, gpus=4)])
+    nodes.take(0, 3, MILLI, 0, 0, True)
+    copy = pickle.loads(pickle.dumps(nodes))
+    pod = PodRequest(2, MILLI, 0, 0, -1)
+    assert select_node(copy, pod, Scoring()) == select_node(nodes, pod, Scoring()) == 1
+    copy.take(1, 4, MILLI, 0, 0, True)
+    assert select_node(copy, pod, Scoring()) == -1 and select_node(nodes, pod, Scoring()) == 1

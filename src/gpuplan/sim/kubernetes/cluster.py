@@ -99,6 +99,16 @@ class Nodes:
         self.core = NodeState(self)
         self._ranges: dict[tuple[int, tuple[int, ...]], tuple[int, ...]] = {}
 
+    def __getstate__(self) -> dict[str, object]:
+        """Pickled without the compiled state (a run's outcome keeps its Nodes), rebuilt on load."""
+        state = self.__dict__.copy()
+        del state["core"]
+        return state
+
+    def __setstate__(self, state: dict[str, object]) -> None:
+        self.__dict__.update(state)
+        self.core = NodeState(self)
+
     # -- placement bookkeeping: compiled (sim/kubernetes/_core/nodes.c) -------------------------
 
     def take(self, node: int, gpus: int, milli: int, cpu: int, mem: int, batch: bool) -> int:
