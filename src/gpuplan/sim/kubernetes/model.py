@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from gpuplan.scenario.kubernetes import KubernetesSettings, KueueChange
+from gpuplan.scenario.kubernetes import KubernetesSettings
 from gpuplan.sim.cluster import Pool
 from gpuplan.sim.engine._batchcore import checkpointed
 from gpuplan.sim.engine.core import Timeline
@@ -54,12 +54,12 @@ from gpuplan.sim.events import (
     REJECTED as REJECTED_EVENT,
 )
 from gpuplan.sim.kubernetes.autoscaler import scale_down_candidates, scale_up
+from gpuplan.sim.kubernetes.changes import most_quota, set_quotas
 from gpuplan.sim.kubernetes.cluster import MILLI, UNKNOWN, NodePoolSpec, Nodes
 from gpuplan.sim.kubernetes.controllers import ApiClient, PodCreation
 from gpuplan.sim.kubernetes.kueue import PENDING_EVALUATION, Decision, Kueue
 from gpuplan.sim.kubernetes.placement import PoolPlacement
 from gpuplan.sim.kubernetes.preemption import PodIndex, choose_victims
-from gpuplan.sim.kubernetes.quota import NO_LIMIT
 from gpuplan.sim.kubernetes.scheduler import PodRequest, Scoring, select_node
 from gpuplan.sim.kubernetes.services import Deployments
 from gpuplan.sim.kubernetes.settings import KubernetesModelSettings, node_pool_specs
@@ -76,7 +76,7 @@ from gpuplan.sim.kubernetes.setup import (
     tolerated_pools,
     topology_requests,
 )
-from gpuplan.sim.kubernetes.tas import Topology
+from gpuplan.sim.kubernetes.tas import pod_capacity, tas_flavors
 from gpuplan.sim.outcome import COMPLETED, REJECTED, UNFINISHED, ModelRun, PoolSchedule, QueueSeries
 from gpuplan.workload.jobtable import Int32, Int64, JobTable, Labels
 from gpuplan.workload.k8s_pods import PodRequests
@@ -274,7 +274,9 @@ class KubernetesRun:
             self.kueue,
             self.queue_of_job,
             self.milli_of_job * self.pods,
-            self._most_quota() if settings.kueue.changes else None,
+            most_quota(self.kueue, settings.kueue.changes, self.queue_names, self.flavor_names)
+            if self.kueue is not None and settings.kueue.changes
+            else None,
         )
         self.cohort_queues = (
             [
@@ -315,28 +317,12 @@ class KubernetesRun:
             self.batch_events += 1
 
     def _tas_flavors(self, j: int, flavors: tuple[int, ...]) -> tuple[int, ...]:
-        """The flavors a job may use as Topology Aware Scheduling matches them (tas_flavorassigner.go
-        checkPodSetAndFlavorMatchForTAS): a job asking TAS only TAS flavors having its level; one
-        that does not, no TAS flavor, unless its ClusterQueue has only TAS flavors (TAS implied)."""
+        """Of ``flavors``, those job ``j`` may use in its ClusterQueue (tas.tas_flavors)."""
         q = int(self.queue_of_job[j])
         if self.kueue is None or q < 0:
             return flavors
-        request, pools = self.topology_request[j], len(self.topologies)
-
-        def topology(f: int) -> Topology | None:
-            return self.topologies[f] if f < pools else None
-
-        tas_only = all(topology(f) is not None for f in self.kueue.queues[q].policy.flavors)
-        kept = []
-        for f in flavors:
-            found = topology(f)
-            if request is not None:
-                if found is None or (request[1] is not None and request[1] not in found.levels):
-                    continue
-            elif found is not None and not tas_only:
-                continue
-            kept.append(f)
-        return tuple(kept)
+        queue_flavors = self.kueue.queues[q].policy.flavors
+        return tas_flavors(flavors, self.topology_request[j], self.topologies, queue_flavors)
 
     def _tas_placement(self, j: int, flavor: int) -> tuple[tuple[int, int], ...] | None:
         """Where Topology Aware Scheduling puts the job's pods on ``flavor`` now (Kueue.Placement):
@@ -348,66 +334,12 @@ class KubernetesRun:
         # no request on a TAS-only ClusterQueue: implied, as unconstrained (_tas_flavors)
         request = self.topology_request[j] or ("unconstrained", None)
         first, stop = int(self.nodes.pool_first[flavor]), int(self.nodes.pool_first[flavor + 1])
-        pod, nodes = self.requests[j], self.nodes
-        if pod.milli >= MILLI:
-            capacity = (
-                nodes.whole_free[first:stop] // max(pod.gpus, 1)
-                if pod.gpus
-                else np.full(stop - first, 1 << 30)
-            )
-        else:  # shares of one GPU: as many as each GPU's free thousandths hold
-            free = np.maximum(nodes.gpu_free[first:stop], 0)
-            capacity = (free // max(pod.milli, 1)).sum(axis=1)
-        if pod.cpu > 0:
-            capacity = np.minimum(capacity, nodes.cpu_free[first:stop] // pod.cpu)
-        if pod.mem > 0:
-            capacity = np.minimum(capacity, nodes.mem_free[first:stop] // pod.mem)
-        capacity = np.where(nodes.up[first:stop], capacity, 0)
+        capacity = pod_capacity(self.nodes, self.requests[j], first, stop)
         mode, label = request
-        found = topology.assign(capacity.tolist(), self.pod_count[j], label, mode)
+        found = topology.assign(capacity, self.pod_count[j], label, mode)
         if found is None:
             return None
         return tuple(sorted((first + node, pods) for node, pods in found.items()))
-
-    def _quota_node(self, change: KueueChange) -> int:
-        """The quota-tree node a change edits."""
-        assert self.kueue is not None
-        if change.clusterQueue is not None:
-            return self.kueue.queues[self.queue_names.index(change.clusterQueue)].policy.node
-        return next(
-            i
-            for i, node in enumerate(self.kueue.tree.nodes)
-            if not node.is_queue and node.name == change.cohort
-        )
-
-    def _set_quotas(self, change: KueueChange) -> None:
-        assert self.kueue is not None
-        self.kueue.dirty.update(range(len(self.kueue.queues)))
-        node = self._quota_node(change)
-        for quota in change.flavors:
-            self.kueue.tree.set_quota(
-                node,
-                self.flavor_names.index(quota.name),
-                quota.nominalQuota * MILLI,
-                NO_LIMIT if quota.borrowingLimit is None else quota.borrowingLimit * MILLI,
-                NO_LIMIT if quota.lendingLimit is None else quota.lendingLimit * MILLI,
-            )
-
-    def _most_quota(self) -> list[list[float]]:
-        """Per ClusterQueue and flavor, the most it could ever get over every quota the changes
-        give (ExceedsMaxQuota refuses only what exceeds them all). The quotas are put back."""
-        assert self.kueue is not None
-        tree, queues = self.kueue.tree, self.kueue.queues
-        flavors = range(len(self.flavor_names))
-        saved = tree.quotas()
-        most = [[tree.potential_available(q.policy.node, f) for f in flavors] for q in queues]
-        for change in self.settings.kueue.changes:
-            self._set_quotas(change)
-            for q, queue in enumerate(queues):
-                for f in flavors:
-                    most[q][f] = max(most[q][f], tree.potential_available(queue.policy.node, f))
-        tree.restore(saved)
-        return most
 
     def _kueue_change(self, c: int) -> None:
         """An administrator's edit (models.kubernetes.kueue.changes[c]): new quotas, or a new
@@ -415,7 +347,7 @@ class KubernetesRun:
         (ClusterQueueStopped) and wait in it."""
         assert self.kueue is not None
         change = self.settings.kueue.changes[c]
-        self._set_quotas(change)
+        set_quotas(self.kueue, change, self.queue_names, self.flavor_names)
         if change.stopPolicy is not None and change.clusterQueue is not None:
             q = self.queue_names.index(change.clusterQueue)
             admitted = self.kueue.set_stopped(q, change.stopPolicy != "None")

@@ -23,6 +23,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+import numpy as np
+
+from gpuplan.sim.kubernetes.cluster import MILLI, Nodes
+from gpuplan.sim.kubernetes.scheduler import PodRequest
+
 Mode = Literal["required", "preferred", "unconstrained"]
 
 
@@ -142,3 +147,49 @@ class Topology:
         if not placed:
             return None
         return {domain.node: pods for domain, pods in placed}
+
+
+def tas_flavors(
+    flavors: tuple[int, ...],
+    request: tuple[Mode, str | None] | None,
+    topologies: Sequence[Topology | None],
+    queue_flavors: tuple[int, ...],
+) -> tuple[int, ...]:
+    """Of ``flavors``, those a workload may use as Topology Aware Scheduling matches them
+    (tas_flavorassigner.go checkPodSetAndFlavorMatchForTAS): a workload asking TAS (``request``:
+    mode and level) only TAS flavors having its level; one that does not, no TAS flavor, unless
+    its ClusterQueue (``queue_flavors``) has only TAS flavors (TAS implied). ``topologies[f]`` is
+    flavor f's Topology (None: no TAS; flavors past the list have none)."""
+
+    def topology(f: int) -> Topology | None:
+        return topologies[f] if f < len(topologies) else None
+
+    tas_only = all(topology(f) is not None for f in queue_flavors)
+    kept = []
+    for f in flavors:
+        found = topology(f)
+        if request is not None:
+            if found is None or (request[1] is not None and request[1] not in found.levels):
+                continue
+        elif found is not None and not tas_only:
+            continue
+        kept.append(f)
+    return tuple(kept)
+
+
+def pod_capacity(nodes: Nodes, pod: PodRequest, first: int, stop: int) -> list[int]:
+    """How many more of ``pod`` each of nodes ``first:stop`` holds, by its free GPUs (or shares of
+    one), CPU and memory; 0 on a node not up."""
+    if pod.milli >= MILLI:
+        capacity = (
+            nodes.whole_free[first:stop] // max(pod.gpus, 1) if pod.gpus else np.full(stop - first, 1 << 30)
+        )
+    else:  # shares of one GPU: as many as each GPU's free thousandths hold
+        free = np.maximum(nodes.gpu_free[first:stop], 0)
+        capacity = (free // max(pod.milli, 1)).sum(axis=1)
+    if pod.cpu > 0:
+        capacity = np.minimum(capacity, nodes.cpu_free[first:stop] // pod.cpu)
+    if pod.mem > 0:
+        capacity = np.minimum(capacity, nodes.mem_free[first:stop] // pod.mem)
+    counts: list[int] = np.where(nodes.up[first:stop], capacity, 0).tolist()
+    return counts
