@@ -507,13 +507,23 @@ class KubernetesRun:
         """The job's ClusterQueue ("" without Kueue)."""
         return self.queue_names[int(self.queue_of_job[j])] if self._managed(j) else ""
 
-    def _create_pods(self, j: int) -> None:
-        """The Job runs (Kueue unsuspends it): the Job controller creates its pods (_send_batches)."""
+    def _begin_placing(self, j: int) -> None:
+        """The job's pods are created and bound from now (PLACING)."""
         self.state[j] = PLACING
         self.placing += 1
-        if self._managed(j):
-            self.placing_admitted += 1
+        self.placing_admitted += self._managed(j)
         self.held_since[j] = self.now
+
+    def _end_placing(self, j: int) -> None:
+        """The job leaves PLACING: its pods all bound, or deleted."""
+        self._idle_until_now(j)
+        self.placing -= 1
+        self.placing_admitted -= self._managed(j)
+        self._queued(j, -1)
+
+    def _create_pods(self, j: int) -> None:
+        """The Job runs (Kueue unsuspends it): the Job controller creates its pods (_send_batches)."""
+        self._begin_placing(j)
         self.created[j] = 0
         self.creations[j] = PodCreation(self.pod_count[j])
         self.sending.append((j, self.generation[j]))
@@ -569,10 +579,7 @@ class KubernetesRun:
         """The pods of a TAS workload go to the nodes Kueue assigned (the pod template's node
         selectors and scheduling gates pin them there); they fit, as the assignment was made from
         the nodes' free capacity this instant, so they are bound at once."""
-        self.state[j] = PLACING
-        self.placing += 1
-        self.placing_admitted += 1
-        self.held_since[j] = self.now
+        self._begin_placing(j)
         for node, pods in placement:
             for _ in range(pods):
                 self._bind(j, node)
@@ -623,10 +630,7 @@ class KubernetesRun:
     def _leave(self, j: int, state: int) -> None:
         """The job leaves PLACING or RUNNING for ``state``: pods deleted, quota returned."""
         if self.state[j] == PLACING:
-            self._idle_until_now(j)
-            self.placing -= 1
-            self.placing_admitted -= self._managed(j)
-            self._queued(j, -1)
+            self._end_placing(j)
         self.generation[j] += 1
         self.creations.pop(j, None)  # the pods not yet created never will be
         self._release_pods(j)
@@ -635,11 +639,8 @@ class KubernetesRun:
         self.state[j] = state
 
     def _start(self, j: int) -> None:
-        self._idle_until_now(j)
+        self._end_placing(j)
         self.state[j] = RUNNING
-        self.placing -= 1
-        self.placing_admitted -= self._managed(j)
-        self._queued(j, -1)
         if math.isnan(self.start_s[j]):
             self.start_s[j] = self.now
         self.run_began[j] = self.now
@@ -653,11 +654,7 @@ class KubernetesRun:
     def _finish(self, j: int) -> None:
         self.log.add(j, self.now, FINISHED, queue=self._queue_name(j))
         self.end_s[j] = self.now
-        self.generation[j] += 1
-        self._release_pods(j)
-        if self.kueue is not None and j in self.kueue.flavor_of:
-            self.kueue.release(j)
-        self.state[j] = DONE
+        self._leave(j, DONE)
 
     def _evict(self, j: int, requeue_after: float | None) -> None:
         """Preempted or timed out: pods deleted, work since the last checkpoint lost, queued again."""
