@@ -19,6 +19,7 @@ allocatable is 0. The run echoes which pools had unknown resources (settings "no
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
@@ -26,6 +27,9 @@ import numpy.typing as npt
 from gpuplan.sim.cluster import UNKNOWN as UNKNOWN  # a node's CPU or memory not known: not checked
 from gpuplan.sim.engine._batchcore import NodeState
 from gpuplan.workload.jobtable import Bool, Int32, Int64
+
+if TYPE_CHECKING:
+    from gpuplan.sim.kubernetes.scheduler import PodRequest
 
 MILLI = 1000  # thousandths of a GPU (Alibaba's gpu_milli)
 # free CPU or memory of a node whose capacity is UNKNOWN: more than any pods' requests add up to
@@ -121,19 +125,22 @@ class Nodes:
         """A pod bound by ``take`` (which gave ``mask``) leaves ``node``."""
         self.core.give_back(node, mask, milli, cpu, mem, batch)
 
-    def ranges(self, pool: int, pools: tuple[int, ...]) -> tuple[int, ...]:
-        """The nodes a pod with node selector ``pool`` (-1: none) that may use ``pools`` (():
-        all) sees, as (start, stop, start, stop, ...): a pool's nodes are numbered together."""
-        key = (pool, pools)
+    def ranges(self, pod: PodRequest) -> tuple[int, ...]:
+        """The nodes the pod may use (``PodRequest.may_use``: its node selector and the pools whose
+        taints it tolerates) as (start, stop, start, stop, ...): a pool's nodes are numbered
+        together, and neighbouring pools make one range."""
+        key = (pod.pool, pod.pools)
         found = self._ranges.get(key)
         if found is None:
-            if pools:
-                usable = [p for p in pools if p >= 0 and (pool < 0 or p == pool)]
-            else:
-                usable = [pool] if pool >= 0 else []
-            bounds = [(int(self.pool_first[p]), int(self.pool_first[p + 1])) for p in usable]
-            found = tuple(b for pair in bounds for b in pair) if usable or pools else (0, self.count)
-            self._ranges[key] = found
+            bounds: list[int] = []
+            for p in range(len(self.pools)):
+                if pod.may_use(p):
+                    start, stop = int(self.pool_first[p]), int(self.pool_first[p + 1])
+                    if bounds and bounds[-1] == start:
+                        bounds[-1] = stop
+                    else:
+                        bounds += [start, stop]
+            found = self._ranges[key] = tuple(bounds)
         return found
 
     # -- what the summary and the autoscaler read --------------------------------------------------

@@ -95,6 +95,4 @@ def select_node(nodes: Nodes, pod: PodRequest, scoring: Scoring) -> int:
     """The node kube-scheduler binds the pod to, or -1 when no node passes the filters. A pod with a
     node selector only looks at its pool's nodes (NodeAffinity), one that does not tolerate some
     pools' taints only at the others' (TaintToleration)."""
-    return nodes.core.select(
-        scoring.scorer, pod.gpus, pod.milli, pod.cpu, pod.mem, nodes.ranges(pod.pool, pod.pools)
-    )
+    return nodes.core.select(scoring.scorer, pod.gpus, pod.milli, pod.cpu, pod.mem, nodes.ranges(pod))
