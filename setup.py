@@ -1,9 +1,18 @@
-"""Build the compiled batch engine (plain C against the CPython API; no NumPy headers needed): the
-engine core (``sim/engine/_core``) and the Slurm pieces it calls (``sim/slurm/_core``), one file per
-kind of piece, each registering its plugins by the names Slurm users know (``plugins.h``), and
-kube-scheduler's node choice for the Kubernetes model (``sim/kubernetes/_core``)."""
+"""Build the compiled pieces.
 
+- The batch engine (plain C against the CPython API; no NumPy headers needed): the engine core
+  (``sim/engine/_core``) and the Slurm pieces it calls (``sim/slurm/_core``), one file per kind of
+  piece, each registering its plugins by the names Slurm users know (``plugins.h``), and
+  kube-scheduler's node choice for the Kubernetes model (``sim/kubernetes/_core``).
+- The Kubernetes model itself (Kueue, kube-scheduler, HPA, cluster autoscaler), compiled from its
+  typed Python by mypyc: the same source, run as C. ``GPUPLAN_MYPYC=0`` builds without it (the
+  modules then run as Python, with the same results: for working on them without rebuilding).
+"""
+
+import os
+import tomllib
 from glob import glob
+from pathlib import Path
 
 from setuptools import Extension, setup
 
@@ -11,6 +20,27 @@ CORE = "src/gpuplan/sim/engine/_core"
 SLURM = "src/gpuplan/sim/slurm/_core"
 KUBE = "src/gpuplan/sim/kubernetes/_core"
 PIECES = ("policies", "backfill_map", "select", "priority", "qos", "preempt", "reservations", "lending", "topology")
+# the modules mypyc compiles: pyproject.toml's [tool.gpuplan] mypyc
+COMPILED = [
+    f"src/gpuplan/{path}" for path in tomllib.loads(Path("pyproject.toml").read_text())["tool"]["gpuplan"]["mypyc"]
+]
+
+
+def compiled_python() -> list[Extension]:
+    if os.environ.get("GPUPLAN_MYPYC", "1") == "0":
+        return []
+    from mypyc.build import mypycify
+
+    # mypyc type-checks what it compiles on its own (NumPy's and pydantic's types come from the
+    # build requirements, pyproject.toml); the strict check with the project's settings is CI's
+    # `mypy`, so the modules the compiled ones import are read here for their types only
+    config = Path("build", "mypyc.ini")
+    config.parent.mkdir(exist_ok=True)
+    config.write_text(
+        "[mypy]\nplugins = pydantic.mypy\nignore_missing_imports = True\nfollow_imports = silent\n"
+    )
+    return mypycify([f"--config-file={config}", *COMPILED], group_name="gpuplan_kubernetes")
+
 
 setup(
     ext_modules=[
@@ -26,6 +56,7 @@ setup(
             include_dirs=[CORE, SLURM, KUBE],
             depends=sorted(glob(f"{CORE}/*.h") + glob(f"{SLURM}/*.h") + glob(f"{KUBE}/*.h")),
             extra_compile_args=["-O2", "-falign-loops=32"],
-        )
+        ),
+        *compiled_python(),
     ]
 )

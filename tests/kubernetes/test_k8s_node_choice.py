@@ -176,7 +176,7 @@ def test_the_compiled_choice_is_node_resources_fit(
 
 def test_a_strategy_the_core_does_not_have_is_refused() -> None:
     with pytest.raises(ValueError, match="no strategy"):
-        _ = Scoring("Balanced").scorer
+        Scoring("Balanced")
 
 
 def test_every_registered_strategy_is_compiled() -> None:
@@ -196,3 +196,10 @@ def test_a_runs_nodes_survive_pickling() -> None:
     assert select_node(copy, pod, Scoring()) == select_node(nodes, pod, Scoring()) == 1
     copy.take(1, 4, MILLI, 0, 0, True)
     assert select_node(copy, pod, Scoring()) == -1 and select_node(nodes, pod, Scoring()) == 1
+
+
+@pytest.mark.pure_python  # vars() of a Python object; compiled, a Nodes has none
+def test_a_nodes_pickles_every_attribute_but_its_compiled_state() -> None:
+    from gpuplan.sim.kubernetes.cluster import _PICKLED
+
+    assert set(vars(Nodes([node_pool(2, gpus=4)]))) == {*_PICKLED, "core"}

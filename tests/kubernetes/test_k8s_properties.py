@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -129,6 +130,7 @@ def scenarios(draw: Any) -> tuple[JobTable, np.ndarray, KubernetesSettings, int]
     return jobs.table(), milli, kubernetes_settings(**values), draw(st.integers(1, 4))
 
 
+@pytest.mark.pure_python  # CheckedRun subclasses KubernetesRun
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(scenarios())
 def test_no_node_is_over_committed_and_quota_holds(

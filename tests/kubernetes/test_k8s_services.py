@@ -131,6 +131,7 @@ def test_inference_replicas_preempt_batch_jobs() -> None:
     assert outcome.services[0].slo_attainment == pytest.approx(1 - 180 / 1200, abs=15 / 1200)
 
 
+@pytest.mark.pure_python  # patches Deployments._resume_at
 @pytest.mark.parametrize("example", ["k8s-inference.yaml", "mixed-org.yaml"])
 def test_skipped_syncs_give_what_every_sync_gives(example: str, monkeypatch: pytest.MonkeyPatch) -> None:
     # Deployments._resume_at lets the run skip the syncs that change nothing (recorded later by

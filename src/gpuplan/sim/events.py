@@ -16,7 +16,7 @@ or ``Rejected`` (with its reason); its preemptions are counted in jobs.parquet, 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -67,62 +67,4 @@ class EventLog:
             detail=merged("detail"),
             queue=merged("queue"),
             flavor=merged("flavor"),
-        )
-
-
-def _labels(values: list[str], order: Int64) -> Labels:
-    """``values`` taken in ``order``, dictionary-encoded: "" is code 0, the other labels in order of
-    first appearance."""
-    import pyarrow as pa
-
-    encoded = pa.array(values, pa.string()).dictionary_encode()
-    words: list[str] = encoded.dictionary.to_pylist()
-    codes = encoded.indices.to_numpy(zero_copy_only=False)[order]
-    present, first = np.unique(codes, return_index=True)
-    appearing = present[np.argsort(first, kind="stable")].tolist()  # codes by first appearance
-    labels = ["", *(words[c] for c in appearing if words[c] != "")]
-    code_of = {label: code for code, label in enumerate(labels)}
-    renumber = np.array([code_of[word] for word in words] or [0], np.int32)
-    return Labels(renumber[codes], tuple(labels))
-
-
-@dataclass
-class EventRecorder:
-    """Collects events as a run goes, a list per column; ``log()`` sorts them by time (stable)."""
-
-    job: list[int] = field(default_factory=list)
-    time_s: list[float] = field(default_factory=list)
-    texts: tuple[list[str], ...] = field(default_factory=lambda: ([], [], [], [], []))
-
-    def add(
-        self,
-        job: int,
-        time_s: float,
-        event: str,
-        reason: str = "",
-        detail: str = "",
-        queue: str = "",
-        flavor: str = "",
-    ) -> None:
-        self.job.append(job)
-        self.time_s.append(time_s)
-        texts = self.texts
-        texts[0].append(event)
-        texts[1].append(reason)
-        texts[2].append(detail)
-        texts[3].append(queue)
-        texts[4].append(flavor)
-
-    def log(self) -> EventLog:
-        times = np.array(self.time_s, np.float64)
-        order = np.argsort(times, kind="stable")
-        event, reason, detail, queue, flavor = (_labels(column, order) for column in self.texts)
-        return EventLog(
-            job=np.array(self.job, np.int64)[order],
-            time_s=times[order],
-            event=event,
-            reason=reason,
-            detail=detail,
-            queue=queue,
-            flavor=flavor,
         )

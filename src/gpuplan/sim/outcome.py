@@ -10,8 +10,9 @@ import numpy.typing as npt
 
 from gpuplan.sim.cluster import Pool
 from gpuplan.sim.engine.core import Timeline
-from gpuplan.sim.events import ENDED, STARTED, SUBMITTED, EventLog, EventRecorder
+from gpuplan.sim.events import ENDED, STARTED, SUBMITTED, EventLog
 from gpuplan.sim.events import REJECTED as REJECTED_EVENT
+from gpuplan.sim.recorder import EventRecorder
 from gpuplan.workload.jobtable import Float64, Int32, Int64, JobTable, Labels
 
 if TYPE_CHECKING:

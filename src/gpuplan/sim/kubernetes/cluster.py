@@ -18,7 +18,8 @@ allocatable is 0. The run echoes which pools had unknown resources (settings "no
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -58,12 +59,25 @@ class NodePoolSpec:
     price_per_gpu_hour: float | None = None
     node_names: tuple[str, ...] = ()  # real names (a node list); default f"{name}-{i}"
 
+    def __reduce__(self) -> tuple[type[NodePoolSpec], tuple[object, ...]]:
+        """Pickled by its fields: compiled by mypyc, a frozen dataclass cannot be restored
+        attribute by attribute."""
+        return NodePoolSpec, tuple(getattr(self, spec.name) for spec in fields(self))
+
     @property
     def autoscaled(self) -> bool:
         return self.max_nodes != self.min_nodes or self.max_nodes != self.nodes
 
     def name_of(self, slot: int) -> str:
         return self.node_names[slot] if slot < len(self.node_names) else f"{self.name}-{slot}"
+
+
+# what a Nodes is made of, but its compiled state (``core``)
+_PICKLED = (
+    "pools", "count", "pool", "slot", "gpus", "max_gpus", "cpu_alloc", "mem_alloc", "up", "gpu_free",
+    "cpu_free", "mem_free", "whole_free", "best_free", "gpu_free_total", "pods_on", "batch_pods_on",
+    "pool_first", "_ranges",
+)  # fmt: skip
 
 
 class Nodes:
@@ -103,15 +117,10 @@ class Nodes:
         self.core = NodeState(self)
         self._ranges: dict[tuple[int, tuple[int, ...]], tuple[int, ...]] = {}
 
-    def __getstate__(self) -> dict[str, object]:
-        """Pickled without the compiled state (a run's outcome keeps its Nodes), rebuilt on load."""
-        state = self.__dict__.copy()
-        del state["core"]
-        return state
-
-    def __setstate__(self, state: dict[str, object]) -> None:
-        self.__dict__.update(state)
-        self.core = NodeState(self)
+    def __reduce__(self) -> tuple[Callable[..., Nodes], tuple[list[NodePoolSpec], dict[str, object]]]:
+        """Pickled (a run's outcome keeps its Nodes) without the compiled state, rebuilt on load;
+        attribute by attribute, as compiled by mypyc a Nodes has no ``__dict__``."""
+        return _unpickled, (self.pools, {name: getattr(self, name) for name in _PICKLED})
 
     # -- placement bookkeeping: compiled (sim/kubernetes/_core/nodes.c) -------------------------
 
@@ -182,3 +191,11 @@ def hostlist(names: list[str]) -> str:
         ranges.append(f"{first}-{last}" if last > first else str(first))
         parts.append(f"{stem}[{','.join(ranges)}]" if len(values) > 1 else f"{stem}{values[0]}")
     return ",".join(parts + plain)
+
+
+def _unpickled(pools: list[NodePoolSpec], state: dict[str, object]) -> Nodes:
+    nodes = Nodes(pools)
+    for name, value in state.items():
+        setattr(nodes, name, value)
+    nodes.core = NodeState(nodes)  # on the arrays just set
+    return nodes

@@ -19,7 +19,6 @@ pods are counted (the ReplicaSet controller's few creates for a Deployment are n
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass, field
 
 SLOW_START_INITIAL_BATCH_SIZE = 1  # pkg/controller/controller_utils.go SlowStartInitialBatchSize
 MAX_POD_CREATE_PER_SYNC = 500  # job_controller.go MaxPodCreateDeletePerSync
@@ -45,19 +44,17 @@ class ApiClient:
         return now if self.tokens >= 0.0 else now + -self.tokens / self.qps
 
 
-@dataclass
 class PodCreation:
     """One Job's pods being created: the next pod, the batch size, the pods left in this sync,
-    and the batch sent but not yet all created as (creation time, pod) in time order."""
+    and the batch sent but not yet all created as (creation time, pod) in time order. (A plain
+    class: one is made per Job, and compiled its ``__init__`` is C, where a dataclass's is not.)"""
 
-    pods: int
-    next_pod: int = 0
-    batch: int = SLOW_START_INITIAL_BATCH_SIZE
-    left_in_sync: int = 0
-    sent: deque[tuple[float, int]] = field(default_factory=deque)
-
-    def __post_init__(self) -> None:
-        self.left_in_sync = min(self.pods, MAX_POD_CREATE_PER_SYNC)
+    def __init__(self, pods: int) -> None:
+        self.pods = pods
+        self.next_pod = 0
+        self.batch = SLOW_START_INITIAL_BATCH_SIZE
+        self.left_in_sync = min(pods, MAX_POD_CREATE_PER_SYNC)
+        self.sent: deque[tuple[float, int]] = deque()
 
     def send(self, client: ApiClient, now: float) -> None:
         """Send the next batch at ``now`` (the one before it is all created)."""

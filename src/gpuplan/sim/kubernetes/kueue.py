@@ -20,9 +20,10 @@ from __future__ import annotations
 import heapq
 import itertools
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from enum import IntEnum
+from typing import Any, TypeVar
 
 from gpuplan.sim.kubernetes.quota import NO_LIMIT, QuotaTree
 
@@ -37,6 +38,8 @@ WAITING_FOR_QUOTA = "WaitingForQuota"
 SUSPENDED = "Suspended"
 WAITING_FOR_PODS_READY = "WaitingForPodsReady"
 PENDING_EVALUATION = "PendingEvaluation"
+
+T = TypeVar("T")
 
 
 class Mode(IntEnum):
@@ -75,15 +78,27 @@ class QueuePolicy:
         )
 
 
-@dataclass(frozen=True)
 class Decision:
-    job: int
-    queue: int
-    flavor: int
-    mode: Mode
-    victims: tuple[int, ...] = ()
-    # Topology Aware Scheduling: (node, pods) the workload's pods go to ((): no TAS)
-    placement: tuple[tuple[int, int], ...] = ()
+    """A workload's flavor assignment: its mode, the workloads it preempts and, under Topology
+    Aware Scheduling, the (node, pods) its pods go to ((): no TAS). Never changed once made.
+    (A plain class, like ``_Candidate``: one is made per try, and compiled by mypyc its
+    ``__init__`` is C, where a dataclass's stays Python.)"""
+
+    def __init__(
+        self,
+        job: int,
+        queue: int,
+        flavor: int,
+        mode: Mode,
+        victims: tuple[int, ...] = (),
+        placement: tuple[tuple[int, int], ...] = (),
+    ) -> None:
+        self.job = job
+        self.queue = queue
+        self.flavor = flavor
+        self.mode = mode
+        self.victims = victims
+        self.placement = placement
 
 
 # Where a TAS workload's pods fit on a flavor now: (node, pods) pairs, () when the flavor or the
@@ -106,14 +121,14 @@ PREEMPTION_REASON = {
 }
 
 
-@dataclass(frozen=True)
 class _Candidate:
     """A workload classical preemption may take: how it may be taken, and the cohort below which
     its queues must use more than their quota (-1: the preemptor's own ClusterQueue)."""
 
-    victim: int
-    variant: int
-    lca: int
+    def __init__(self, victim: int, variant: int, lca: int) -> None:
+        self.victim = victim
+        self.variant = variant
+        self.lca = lca
 
     @property
     def reason(self) -> str:
@@ -130,6 +145,13 @@ _Rule = tuple[int | None, Callable[[int], bool] | None]
 _NO_FIT, _NO_CANDIDATES, _PREEMPT, _RECLAIM, _FIT = range(5)
 _Rank = tuple[int, float]
 _WORST: _Rank = (_NO_FIT, math.inf)
+
+
+def _seconds(pairs: Iterable[tuple[Any, T]]) -> Iterator[T]:
+    """The second items of ``pairs``, lazily (a generator function: mypyc makes a list of a
+    generator expression that is returned, and a preemption search takes only what it needs)."""
+    for _, second in pairs:
+        yield second
 
 
 def _preferred(a: _Rank, b: _Rank, preference: str) -> bool:
@@ -438,7 +460,7 @@ class Kueue:
             streams.append(
                 self._admitted_on(queue, flavor, self._rule(job, policy.within_cluster_queue), False)
             )
-        return (victim for _, victim in heapq.merge(*streams))
+        return _seconds(heapq.merge(*streams))
 
     def _rule(self, job: int, policy: str) -> _Rule:
         """Which candidates preemption policy ``policy`` lets ``job`` preempt (Kueue's
@@ -525,7 +547,7 @@ class Kueue:
             if borrow and forbidden and not advantaged:
                 return iter(())  # all of them reclaimable only without borrowing
             streams = [from_queue(q, lca, a, borrow) for q, lca, a in sources if a == advantaged]
-            return (candidate for _, candidate in heapq.merge(*streams, key=lambda item: item[0]))
+            return _seconds(heapq.merge(*streams, key=lambda item: item[0]))
 
         def own() -> Iterator[_Candidate]:
             if policy.within_cluster_queue == "Never":

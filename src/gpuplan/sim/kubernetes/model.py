@@ -34,7 +34,7 @@ import numpy as np
 
 from gpuplan.scenario.kubernetes import KubernetesSettings
 from gpuplan.sim.cluster import Pool
-from gpuplan.sim.engine._batchcore import checkpointed
+from gpuplan.sim.engine._batchcore import check_signals, checkpointed
 from gpuplan.sim.engine.core import Timeline
 from gpuplan.sim.events import (
     ADMITTED,
@@ -48,7 +48,6 @@ from gpuplan.sim.events import (
     PREEMPTION_BY_SCHEDULER,
     QUOTA_RESERVED,
     REQUEUED,
-    EventRecorder,
 )
 from gpuplan.sim.events import (
     REJECTED as REJECTED_EVENT,
@@ -78,6 +77,7 @@ from gpuplan.sim.kubernetes.setup import (
 )
 from gpuplan.sim.kubernetes.tas import pod_capacity, tas_flavors
 from gpuplan.sim.outcome import COMPLETED, REJECTED, UNFINISHED, ModelRun, PoolSchedule, QueueSeries
+from gpuplan.sim.recorder import EventRecorder
 from gpuplan.workload.jobtable import Int32, Int64, JobTable, Labels
 from gpuplan.workload.k8s_pods import PodRequests
 from gpuplan.workload.services import Service
@@ -379,6 +379,9 @@ class KubernetesRun:
             self.scan_queued = True
         events, arrived, pop = self.events, 0, heapq.heappop
         while events or arrived < len(arrivals):
+            # Ctrl-C: compiled (mypyc), the loop never lets Python look, and an instant of a deep
+            # queue can take milliseconds (a pass over every pending pod)
+            check_signals()
             now = events[0][0] if events else math.inf
             if arrived < len(arrivals) and submit_s[arrivals[arrived]] <= now:
                 now = submit_s[arrivals[arrived]]

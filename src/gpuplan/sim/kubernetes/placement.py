@@ -25,6 +25,12 @@ class PoolPlacement:
         self._jobs = jobs
         self._ran = ran
 
+    def __reduce__(self) -> tuple[type[PoolPlacement], tuple[Timeline, Nodes, Int32, Int64, Int64, Bool]]:
+        """Pickled (outcomes cross process boundaries) by its arguments: compiled by mypyc, it
+        has no ``__dict__`` for pickle to restore."""
+        arguments = (self._timeline, self._nodes, self._pod_node, self._first_pod, self._jobs, self._ran)
+        return PoolPlacement, arguments
+
     @property
     def timeline(self) -> Timeline:
         return self._timeline

@@ -24,7 +24,6 @@ pod's ``PodRequest.pools`` are the pools whose taints it tolerates (setup.tolera
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cached_property
 
 import numpy as np
 import numpy.typing as npt
@@ -48,6 +47,9 @@ class PodRequest:
     # the pools whose taints it tolerates when that is not all ((): all; (NO_POOL,): none)
     pools: tuple[int, ...] = ()
 
+    def __hash__(self) -> int:  # the dataclass's own, but compiled (mypyc): requests key dicts
+        return hash((self.gpus, self.milli, self.cpu, self.mem, self.pool, self.pools))
+
     def may_use(self, pool: int) -> bool:
         """Whether the pod may run in ``pool``: its node selector, and the pools' taints."""
         return (self.pool < 0 or self.pool == pool) and (not self.pools or pool in self.pools)
@@ -57,21 +59,25 @@ class PodRequest:
         return self.gpus * self.milli if self.milli >= MILLI else self.milli
 
 
-@dataclass(frozen=True)
 class Scoring:
     """``NodeResourcesFit`` args: ``scoringStrategy.type``, the weight of cpu, memory and
-    nvidia.com/gpu, and for RequestedToCapacityRatio its shape as (utilization, score) points."""
+    nvidia.com/gpu, and for RequestedToCapacityRatio its shape as (utilization, score) points;
+    ``scorer`` is the compiled strategy with these args (nodes.c STRATEGIES)."""
 
-    strategy: str = "LeastAllocated"
-    cpu_weight: int = 1
-    memory_weight: int = 1
-    gpu_weight: int = 0
-    shape: tuple[tuple[int, int], ...] = ()
-
-    @cached_property
-    def scorer(self) -> Scorer:
-        """The compiled strategy with these args (nodes.c STRATEGIES)."""
-        return Scorer(self.strategy, self.cpu_weight, self.memory_weight, self.gpu_weight, self.shape)
+    def __init__(
+        self,
+        strategy: str = "LeastAllocated",
+        cpu_weight: int = 1,
+        memory_weight: int = 1,
+        gpu_weight: int = 0,
+        shape: tuple[tuple[int, int], ...] = (),
+    ) -> None:
+        self.strategy = strategy
+        self.cpu_weight = cpu_weight
+        self.memory_weight = memory_weight
+        self.gpu_weight = gpu_weight
+        self.shape = shape
+        self.scorer = Scorer(strategy, cpu_weight, memory_weight, gpu_weight, shape)
 
 
 # NodeResourcesFit's scoringStrategy.type, by the names KubeSchedulerConfiguration uses: each a piece

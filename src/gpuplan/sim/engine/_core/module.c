@@ -371,7 +371,22 @@ static PyObject *checkpointed(PyObject *self, PyObject *args) {
     return PyFloat_FromDouble(gp_checkpointed(executed_s, interval_s));
 }
 
+PyDoc_STRVAR(check_signals_doc,
+             "check_signals() -> None\n"
+             "--\n\n"
+             "Run the handlers of signals received (Ctrl-C raises KeyboardInterrupt): compiled code\n"
+             "(the Kubernetes model, built by mypyc) never passes between bytecodes, where Python\n"
+             "runs them, so its event loop calls this every instant.");
+
+static PyObject *check_signals(PyObject *self, PyObject *unused) {
+    (void)self;
+    (void)unused;
+    if (PyErr_CheckSignals() < 0) return NULL;
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
+    {"check_signals", check_signals, METH_NOARGS, check_signals_doc},
     {"simulate", (PyCFunction)(void (*)(void))simulate, METH_VARARGS | METH_KEYWORDS, simulate_doc},
     {"hostlists", hostlists, METH_VARARGS, hostlists_doc},
     {"checkpointed", checkpointed, METH_VARARGS, checkpointed_doc},
