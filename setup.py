@@ -28,6 +28,10 @@ COMPILED = [
 
 def compiled_python() -> list[Extension]:
     if os.environ.get("GPUPLAN_MYPYC", "1") == "0":
+        # an editable install's earlier compiled build would be imported before the source
+        for source in map(Path, COMPILED):
+            for built in source.parent.glob(f"{source.stem}.*.so"):
+                built.unlink()
         return []
     from mypyc.build import mypycify
 

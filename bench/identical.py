@@ -1,8 +1,9 @@
-"""Are two builds' results bit-identical? Digests of every model's jobs.parquet and timeline.parquet.
+"""Are two builds' results bit-identical? Digests of every model's jobs, timeline, events and queues
+tables (``*.parquet``).
 
 ``python bench/identical.py --write bench/results/identical-before.json`` runs ``gpuplan simulate``
 (the installed one, or the build on ``PYTHONPATH``) on every bundled example and every shared trace
-with each model, and writes one digest per case: of the two tables' contents (schema and columns, not
+with each model, and writes one digest per case: of the tables' contents (schema and columns, not
 the file bytes, so pyarrow's writer metadata does not count), of summary.json without its timings, or
 of the exit status and message when the model refuses the input. ``--check FILE`` runs the same cases
 and lists every one whose digest differs from FILE's; exit 1 if any does.
@@ -91,9 +92,9 @@ def run_case(arguments: list[str], drop: tuple[str, ...] = ()) -> dict[str, str]
         if done.returncode != 0:
             return {"exit": str(done.returncode), "stderr": done.stderr.strip()[-400:]}
         summary = json.loads((Path(out) / "summary.json").read_text())
+        tables = {name: Path(out) / f"{name}.parquet" for name in ("jobs", "timeline", "events", "queues")}
         return {
-            "jobs": table_digest(Path(out) / "jobs.parquet", drop),
-            "timeline": table_digest(Path(out) / "timeline.parquet", drop),
+            **{name: table_digest(path, drop) for name, path in tables.items() if path.exists()},
             # the checkout's own path (an example's input path) does not count: builds in two
             # worktrees compare equal
             "summary": hashlib.sha256(
