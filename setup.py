@@ -15,6 +15,7 @@ from glob import glob
 from pathlib import Path
 
 from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
 
 CORE = "src/gpuplan/sim/engine/_core"
 SLURM = "src/gpuplan/sim/slurm/_core"
@@ -46,7 +47,20 @@ def compiled_python() -> list[Extension]:
     return mypycify([f"--config-file={config}", *COMPILED], group_name="gpuplan_kubernetes")
 
 
+class BuildExt(build_ext):
+    """mypyc's type check and C generation (tens of seconds) run when the extensions are built, not
+    each time setuptools reads this file (pip reads it for the build requirements and the metadata
+    too)."""
+
+    def finalize_options(self) -> None:
+        modules = self.distribution.ext_modules or []
+        if not any(module.name.endswith("__mypyc") for module in modules):  # once per build
+            self.distribution.ext_modules = [*modules, *compiled_python()]
+        super().finalize_options()  # prepares every extension, the compiled modules included
+
+
 setup(
+    cmdclass={"build_ext": BuildExt},
     ext_modules=[
         Extension(
             "gpuplan.sim.engine._batchcore",
@@ -61,6 +75,5 @@ setup(
             depends=sorted(glob(f"{CORE}/*.h") + glob(f"{SLURM}/*.h") + glob(f"{KUBE}/*.h")),
             extra_compile_args=["-O2", "-falign-loops=32"],
         ),
-        *compiled_python(),
-    ]
+    ],
 )
