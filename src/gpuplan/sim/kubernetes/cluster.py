@@ -194,6 +194,7 @@ def hostlist(names: list[str]) -> str:
 
 
 def _unpickled(pools: list[NodePoolSpec], state: dict[str, object]) -> Nodes:
+    # made whole, then given the pickled arrays: a mypyc class cannot be made without __init__
     nodes = Nodes(pools)
     for name, value in state.items():
         setattr(nodes, name, value)
