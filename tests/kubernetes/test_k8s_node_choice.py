@@ -19,7 +19,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gpuplan.sim.kubernetes.cluster import MILLI, UNKNOWN, Nodes
-from gpuplan.sim.kubernetes.scheduler import SCORING_STRATEGIES, PodRequest, Scoring, node_scores, select_node
+from gpuplan.sim.kubernetes.scheduler import (
+    SCORING_STRATEGIES,
+    NodeChooser,
+    PodRequest,
+    Scoring,
+    node_scores,
+    select_node,
+)
 
 from builders import node_pool
 
@@ -172,6 +179,67 @@ def test_the_compiled_choice_is_node_resources_fit(
     assert nodes.whole_free.tolist() == fresh.whole_free.tolist()
     assert nodes.gpu_free_total.tolist() == fresh.gpu_free_total.tolist()
     assert nodes.cpu_free.tolist() == fresh.cpu_free.tolist() and nodes.pods_on.sum() == 0
+
+
+@settings(max_examples=150, deadline=None)
+@given(pools, scorings, st.lists(requests, min_size=1, max_size=8, unique=True), st.data())
+def test_the_choice_among_nodes_that_gained_room_is_the_choice_among_all(
+    specs: list[tuple[int, int, int, int]],
+    scoring: Scoring,
+    asked: list[tuple[int, int, int, int]],
+    data: st.DataObject,
+) -> None:
+    # a request that fitted nowhere since the epoch before is looked for only among the nodes that
+    # gained room since (pods left, nodes became Ready): the same node as a search of every node
+    nodes = Nodes(
+        [
+            node_pool(n, gpus=g, name=f"p{i}", cpu_milli=c, memory_mib=m)
+            for i, (g, n, c, m) in enumerate(specs)
+        ]
+    )
+    chooser = NodeChooser(nodes, scoring)
+    pods = [
+        PodRequest(g, milli, cpu, mem, data.draw(st.integers(-1, len(specs) - 1)))
+        for g, milli, cpu, mem in asked
+    ]
+    bound: list[tuple[int, int, PodRequest]] = []
+    restricted = 0
+    for _ in range(40):
+        action = data.draw(st.sampled_from(["bind", "bind", "bind", "leave", "epoch", "down", "up"]))
+        if action == "bind":
+            pod = data.draw(st.sampled_from(pods))
+            restricted += id(pod) in chooser.fitless
+            node = chooser.select(pod)
+            assert node == select_node(nodes, pod, scoring)
+            if node >= 0:
+                bound.append((node, nodes.take(node, pod.gpus, pod.milli, pod.cpu, pod.mem, True), pod))
+        elif action == "leave" and bound:
+            node, mask, left = bound.pop(data.draw(st.integers(0, len(bound) - 1)))
+            nodes.give_back(node, mask, left.milli, left.cpu, left.mem, True)
+        elif action == "epoch":
+            chooser.new_epoch()
+        else:  # the cluster autoscaler removes a node or a new one becomes Ready
+            nodes.set_up(data.draw(st.integers(0, nodes.count - 1)), action == "up")
+    if restricted:  # the restricted search was exercised; also on the next pass's first try
+        pod = data.draw(st.sampled_from(pods))
+        assert chooser.select(pod) == select_node(nodes, pod, scoring)
+
+
+def test_the_restricted_choice_keeps_the_lowest_numbered_of_the_best_nodes() -> None:
+    # nodes gain room in any order; among equal scores the lowest-numbered wins, as in select
+    nodes = Nodes([node_pool(4, gpus=8)])
+    chooser = NodeChooser(nodes, Scoring())
+    whole = PodRequest(8, MILLI, 0, 0, -1)
+    masks = [nodes.take(n, 8, MILLI, 0, 0, True) for n in range(4)]
+    assert chooser.select(whole) == -1 and id(whole) in chooser.fitless
+    for n in (3, 1, 2):
+        nodes.give_back(n, masks[n], MILLI, 0, 0, True)
+    assert chooser.select(whole) == select_node(nodes, whole, Scoring()) == 1
+    chooser.new_epoch()
+    chooser.new_epoch()  # two epochs on, the failure is forgotten: every node is searched again
+    assert id(whole) not in chooser.fitless
+    nodes.take(1, 8, MILLI, 0, 0, True)
+    assert chooser.select(whole) == 2
 
 
 def test_a_strategy_the_core_does_not_have_is_refused() -> None:

@@ -134,6 +134,12 @@ class Nodes:
         """A pod bound by ``take`` (which gave ``mask``) leaves ``node``."""
         self.core.give_back(node, mask, milli, cpu, mem, batch)
 
+    def set_up(self, node: int, up: bool) -> None:
+        """The node becomes Ready (``up``) or is removed; a Ready node has gained room (``core.gained``)."""
+        self.up[node] = up
+        if up:
+            self.core.gained(node)
+
     def ranges(self, pod: PodRequest) -> tuple[int, ...]:
         """The nodes the pod may use (``PodRequest.may_use``: its node selector and the pools whose
         taints it tolerates) as (start, stop, start, stop, ...): a pool's nodes are numbered

@@ -59,7 +59,7 @@ from gpuplan.sim.kubernetes.controllers import ApiClient, PodCreation
 from gpuplan.sim.kubernetes.kueue import PENDING_EVALUATION, Decision, Kueue
 from gpuplan.sim.kubernetes.placement import PoolPlacement
 from gpuplan.sim.kubernetes.preemption import PodIndex, choose_victims
-from gpuplan.sim.kubernetes.scheduler import PodRequest, Scoring, select_node
+from gpuplan.sim.kubernetes.scheduler import NodeChooser, PodRequest, Scoring, select_node
 from gpuplan.sim.kubernetes.services import Deployments
 from gpuplan.sim.kubernetes.settings import KubernetesModelSettings, node_pool_specs
 from gpuplan.sim.kubernetes.setup import (
@@ -162,6 +162,7 @@ class KubernetesRun:
         self.priority, self.workload_priority = job_priorities(jobs, settings)
         self.pod_priority: list[int] = self.priority.tolist()
         self.scoring: Scoring = scoring_of(settings)
+        self.chooser = NodeChooser(self.nodes, self.scoring)  # kube-scheduler's node choice in a pass
         # Per job and per pod, what the loop reads and writes at every step is in Python lists (an
         # element of a list is read several times faster than one of a NumPy array); the outcome
         # makes arrays of them.
@@ -724,6 +725,7 @@ class KubernetesRun:
         if self.freed:
             queue = sorted(self.pending + self.fresh)
             self.pending = []
+            self.chooser.new_epoch()  # every pending pod is tried: what fitted nowhere before is known again
         else:
             queue = self.fresh
         self.fresh = []
@@ -737,7 +739,7 @@ class KubernetesRun:
         # the lists below are only changed in place during the pass
         state, generation, placed, pod_count = self.state, self.generation, self.placed, self.pod_count
         requests, gang_scheduled = self.requests, self.gang_scheduled
-        nodes, scoring = self.nodes, self.scoring
+        chooser = self.chooser
         for key in queue:
             owner = key[3]
             if owner >= 0:
@@ -764,7 +766,7 @@ class KubernetesRun:
             if id(pod) in unschedulable:
                 still.append(key)
                 continue
-            node = select_node(nodes, pod, scoring)
+            node = chooser.select(pod)
             if node < 0 and -key[0] > self.index.lowest:
                 node = self._preempt_for(pod, -key[0])
                 if node >= 0:
@@ -792,7 +794,7 @@ class KubernetesRun:
         the others are released (the reservations undone) and the group waits for capacity."""
         pod = self.requests[j]
         while self.placed[j] < self.pod_count[j]:
-            node = select_node(self.nodes, pod, self.scoring)
+            node = self.chooser.select(pod)
             if node < 0:
                 self._release_pods(j)
                 return False
@@ -874,7 +876,7 @@ class KubernetesRun:
     def _set_up(self, node: int, up: bool) -> None:
         pool = int(self.nodes.pool[node])
         self._node_hours(pool)
-        self.nodes.up[node] = up
+        self.nodes.set_up(node, up)
         self.up_count[pool] += 1 if up else -1
         self.touched.add(pool)
 

@@ -97,6 +97,45 @@ def node_scores(nodes: Nodes, pod: PodRequest, scoring: Scoring, candidates: npt
     )
 
 
+class NodeChooser:
+    """``select_node`` for the scheduler's passes, which looks only where a pod can fit.
+
+    A pod whose request fitted no node at some moment can later fit only on a node that has gained
+    room since (a pod left it, it became Ready): the others have only lost room. The compiled node
+    state keeps the nodes that gained room in this epoch and the one before (an epoch begins with each
+    pass over every pending pod, ``new_epoch``); a request that failed in either epoch is looked for
+    among those nodes alone (``NodeState.select_gained``), with the same result as over every node.
+    This is what kube-scheduler's unschedulable queue and its queueing hints do for the pods it parks
+    (pkg/scheduler/backend/queue: a pod goes back to the active queue on an event that may make it
+    schedulable), here as a search restricted to the nodes such events touched."""
+
+    def __init__(self, nodes: Nodes, scoring: Scoring) -> None:
+        self.nodes = nodes
+        self.scoring = scoring
+        # ids of interned requests (they live as long as the run) that fitted nowhere in the epoch
+        # before this one or in this one, and of those that did in this one
+        self.fitless: set[int] = set()
+        self.fitless_now: set[int] = set()
+
+    def select(self, pod: PodRequest) -> int:
+        """The node kube-scheduler binds the pod to, or -1 (``select_node``)."""
+        core, scorer = self.nodes.core, self.scoring.scorer
+        ranges = self.nodes.ranges(pod)
+        if id(pod) in self.fitless:
+            node = core.select_gained(scorer, pod.gpus, pod.milli, pod.cpu, pod.mem, ranges)
+        else:
+            node = core.select(scorer, pod.gpus, pod.milli, pod.cpu, pod.mem, ranges)
+        if node < 0:
+            self.fitless.add(id(pod))
+            self.fitless_now.add(id(pod))
+        return node
+
+    def new_epoch(self) -> None:
+        """Forget what fitted nowhere before the epoch now ending."""
+        self.nodes.core.new_epoch()
+        self.fitless, self.fitless_now = self.fitless_now, set()
+
+
 def select_node(nodes: Nodes, pod: PodRequest, scoring: Scoring) -> int:
     """The node kube-scheduler binds the pod to, or -1 when no node passes the filters. A pod with a
     node selector only looks at its pool's nodes (NodeAffinity), one that does not tolerate some

@@ -65,39 +65,41 @@ def pod_requests(
         [by_name.get(aliases.get(label, label), -1) for label in jobs.partition.labels], np.int32
     )
     pool_of = named[jobs.partition.codes] if len(named) else np.full(len(jobs), -1, np.int32)
-    reference = [
-        pools[p] if p >= 0 else max(pools, key=lambda q: q.gpus_per_node) for p in range(-1, len(pools))
+    # the node each job's shares are of: its pool's, or the largest pool's (index 0: no pool)
+    reference = [max(pools, key=lambda q: q.gpus_per_node), *pools] if pools else []
+    node = np.asarray(pool_of, np.int64) + 1
+    node_gpus = np.array([max(q.gpus_per_node, 1) for q in reference], np.int64)[node]
+    node_cpu = np.array([q.cpu_milli for q in reference], np.int64)[node]
+    node_mem = np.array([q.memory_mib for q in reference], np.int64)[node]
+    gpus = jobs.gpus_per_node.astype(np.int64)
+    milli = np.asarray(gpu_milli, np.int64) if gpu_milli is not None else np.full(len(jobs), MILLI, np.int64)
+    milli = np.where((gpus > 1) | (milli <= 0), MILLI, milli)
+    whole = milli >= MILLI
+    share = np.where(whole, gpus, milli / MILLI) / node_gpus
+    cpus = jobs.cpus_per_node.astype(np.int64)
+    cpu = np.where(cpus > 0, cpus * 1000, (node_cpu * share).astype(np.int64))  # int(): truncated
+    if cpu_milli is not None:
+        cpu = np.where(cpu_milli >= 0, cpu_milli, cpu)
+    mems = jobs.mem_per_node
+    mem = np.where(mems == mems, np.nan_to_num(mems), node_mem * share).astype(np.int64)
+    if memory_mib is not None:
+        mem = np.where(memory_mib >= 0, memory_mib, mem)
+    # equal requests are one object (the scheduler's pass remembers requests by identity)
+    allowed: dict[tuple[int, ...], int] = {} if tolerated is not None else {(): 0}
+    allowed_code = (
+        np.array([allowed.setdefault(t, len(allowed)) for t in tolerated], np.int64)
+        if tolerated is not None
+        else np.zeros(len(jobs), np.int64)
+    )
+    columns = np.stack([gpus, milli, cpu, mem, np.asarray(pool_of, np.int64), allowed_code], axis=1)
+    distinct, inverse = np.unique(columns, axis=0, return_inverse=True)
+    by_code = list(allowed)
+    interned = [
+        PodRequest(gpus=g, milli=m, cpu=c, mem=r, pool=p, pools=by_code[a])
+        for g, m, c, r, p, a in distinct.tolist()
     ]
-    requests: list[PodRequest] = []
-    interned: dict[PodRequest, PodRequest] = {}
-    milli_per_pod = np.zeros(len(jobs))
-    gpus = jobs.gpus_per_node.tolist()
-    pool_list = pool_of.tolist()
-    cpus = jobs.cpus_per_node.tolist()
-    mems = jobs.mem_per_node.tolist()
-    milli_list = gpu_milli.tolist() if gpu_milli is not None else None
-    cpu_list = cpu_milli.tolist() if cpu_milli is not None else None
-    mem_list = memory_mib.tolist() if memory_mib is not None else None
-    for j in range(len(jobs)):
-        node = reference[pool_list[j] + 1]
-        g = int(gpus[j])
-        milli = int(milli_list[j]) if milli_list is not None else MILLI
-        if g > 1 or milli <= 0:
-            milli = MILLI
-        share = (g if milli >= MILLI else milli / MILLI) / max(node.gpus_per_node, 1)
-        cpu = (
-            int(cpu_list[j])
-            if cpu_list is not None and cpu_list[j] >= 0
-            else (cpus[j] * 1000 if cpus[j] > 0 else int(node.cpu_milli * share))
-        )
-        if mem_list is not None and mem_list[j] >= 0:
-            mem = int(mem_list[j])
-        else:
-            mem = int(mems[j]) if mems[j] == mems[j] else int(node.memory_mib * share)
-        allowed = () if tolerated is None else tolerated[j]
-        request = PodRequest(gpus=g, milli=milli, cpu=cpu, mem=mem, pool=pool_list[j], pools=allowed)
-        requests.append(interned.setdefault(request, request))  # equal requests: one object
-        milli_per_pod[j] = g * MILLI if milli >= MILLI else milli
+    requests = [interned[i] for i in inverse.reshape(-1).tolist()]
+    milli_per_pod: Float64 = np.where(whole, gpus * MILLI, milli).astype(np.float64)
     return requests, milli_per_pod
 
 

@@ -202,10 +202,21 @@ typedef struct {
     int32_t *whole_free, *best_free, *gpu_free, *pods_on, *batch_pods_on;
     const int64_t *cpu_alloc, *mem_alloc;
     const int32_t *gpus;
+    /* The nodes whose free room grew (a pod left, the node became Ready), in two epochs: this one
+     * (since the last new_epoch) and the one before. A pod that fitted no node at some moment of
+     * these epochs can only fit on these nodes: every other node has only lost room since. */
+    uint8_t *gained;              /* per node: GAINED_NOW | GAINED_BEFORE */
+    Py_ssize_t *gained_now, *gained_before; /* the nodes of each epoch, in the order they gained */
+    Py_ssize_t now_count, before_count;
 } NodeState;
+
+enum { GAINED_NOW = 1, GAINED_BEFORE = 2 };
 
 static void state_dealloc(NodeState *self) {
     for (int i = 0; i < self->held; i++) PyBuffer_Release(&self->views[i]);
+    PyMem_Free(self->gained);
+    PyMem_Free(self->gained_now);
+    PyMem_Free(self->gained_before);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -251,6 +262,14 @@ static PyObject *state_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
     self->cpu_alloc = data[CPU_ALLOC];
     self->mem_alloc = data[MEM_ALLOC];
     self->gpus = data[GPUS];
+    Py_ssize_t slots = self->count ? self->count : 1;
+    self->gained = PyMem_Calloc((size_t)slots, 1);
+    self->gained_now = PyMem_Calloc((size_t)slots, sizeof(Py_ssize_t));
+    self->gained_before = PyMem_Calloc((size_t)slots, sizeof(Py_ssize_t));
+    if (!self->gained || !self->gained_now || !self->gained_before) {
+        PyErr_NoMemory();
+        goto fail;
+    }
     return (PyObject *)self;
 fail:
     Py_DECREF(self);
@@ -318,26 +337,52 @@ PyDoc_STRVAR(select_doc, "select(scorer, gpus, milli, cpu, mem, ranges) -> node 
                          "The node kube-scheduler binds the pod to among the nodes of ranges, a flat tuple\n"
                          "(start, stop, start, stop, ...) of node numbers, in order.");
 
-static PyObject *state_select(NodeState *self, PyObject *const *args, Py_ssize_t nargs) {
+/* A flat tuple (start, stop, start, stop, ...) of node numbers, checked, into bounds[]. */
+enum { MAX_RANGES = 1024 }; /* pairs: far more than pools a pod may use */
+
+static Py_ssize_t read_ranges(const NodeState *s, PyObject *ranges, Py_ssize_t *bounds) {
+    Py_ssize_t size = PyTuple_GET_SIZE(ranges);
+    if (size > 2 * MAX_RANGES) {
+        PyErr_Format(PyExc_ValueError, "at most %d ranges of nodes", MAX_RANGES);
+        return -1;
+    }
+    for (Py_ssize_t r = 0; r < size; r += 2) {
+        Py_ssize_t start = PyLong_AsSsize_t(PyTuple_GET_ITEM(ranges, r));
+        Py_ssize_t stop = PyLong_AsSsize_t(PyTuple_GET_ITEM(ranges, r + 1));
+        if ((start == -1 || stop == -1) && PyErr_Occurred()) return -1;
+        if (start < 0 || stop > s->count || start > stop) {
+            PyErr_Format(PyExc_IndexError, "range %zd:%zd not within the %zd nodes", start, stop, s->count);
+            return -1;
+        }
+        bounds[r] = start;
+        bounds[r + 1] = stop;
+    }
+    return size;
+}
+
+static int read_select_args(const NodeState *s, PyObject *const *args, Py_ssize_t nargs, const char *usage,
+                            Pod *pod, Py_ssize_t *bounds, Py_ssize_t *size) {
     if (nargs != 6 || !PyObject_TypeCheck(args[0], &ScorerType) || !PyTuple_Check(args[5]) ||
         PyTuple_GET_SIZE(args[5]) % 2) {
-        PyErr_SetString(PyExc_TypeError, "select(scorer, gpus, milli, cpu, mem, ranges: tuple of start, stop)");
-        return NULL;
+        PyErr_SetString(PyExc_TypeError, usage);
+        return -1;
     }
-    const Scorer *scorer = (const Scorer *)args[0];
+    if (read_pod(args + 1, pod) < 0) return -1;
+    *size = read_ranges(s, args[5], bounds);
+    return *size < 0 ? -1 : 0;
+}
+
+static PyObject *state_select(NodeState *self, PyObject *const *args, Py_ssize_t nargs) {
     Pod pod;
-    if (read_pod(args + 1, &pod) < 0) return NULL;
+    Py_ssize_t bounds[2 * MAX_RANGES], size;
+    if (read_select_args(self, args, nargs, "select(scorer, gpus, milli, cpu, mem, ranges: tuple of start, stop)",
+                         &pod, bounds, &size) < 0)
+        return NULL;
+    const Scorer *scorer = (const Scorer *)args[0];
     Py_ssize_t best = -1;
     int64_t best_score = 0;
-    for (Py_ssize_t r = 0; r < PyTuple_GET_SIZE(args[5]); r += 2) {
-        Py_ssize_t start = PyLong_AsSsize_t(PyTuple_GET_ITEM(args[5], r));
-        Py_ssize_t stop = PyLong_AsSsize_t(PyTuple_GET_ITEM(args[5], r + 1));
-        if ((start == -1 || stop == -1) && PyErr_Occurred()) return NULL;
-        if (start < 0 || stop > self->count || start > stop) {
-            PyErr_Format(PyExc_IndexError, "range %zd:%zd not within the %zd nodes", start, stop, self->count);
-            return NULL;
-        }
-        for (Py_ssize_t n = start; n < stop; n++) {
+    for (Py_ssize_t r = 0; r < size; r += 2)
+        for (Py_ssize_t n = bounds[r]; n < bounds[r + 1]; n++) {
             if (!fits(self, n, &pod)) continue;
             int64_t score = node_score(self, scorer, n, &pod);
             if (best < 0 || score > best_score) {
@@ -345,8 +390,76 @@ static PyObject *state_select(NodeState *self, PyObject *const *args, Py_ssize_t
                 best_score = score;
             }
         }
+    return PyLong_FromSsize_t(best);
+}
+
+static void gain(NodeState *s, Py_ssize_t node) {
+    if (s->gained[node] & GAINED_NOW) return;
+    s->gained[node] |= GAINED_NOW;
+    s->gained_now[s->now_count++] = node;
+}
+
+static int in_ranges(Py_ssize_t node, const Py_ssize_t *bounds, Py_ssize_t size) {
+    for (Py_ssize_t r = 0; r < size; r += 2)
+        if (bounds[r] <= node && node < bounds[r + 1]) return 1;
+    return 0;
+}
+
+PyDoc_STRVAR(select_gained_doc,
+             "select_gained(scorer, gpus, milli, cpu, mem, ranges) -> node or -1\n--\n\n"
+             "select(...) for a pod that fitted no node at some moment since the epoch before this one\n"
+             "began: only the nodes that gained room since are looked at, the same choice.");
+
+static PyObject *state_select_gained(NodeState *self, PyObject *const *args, Py_ssize_t nargs) {
+    Pod pod;
+    Py_ssize_t bounds[2 * MAX_RANGES], size;
+    if (read_select_args(self, args, nargs,
+                         "select_gained(scorer, gpus, milli, cpu, mem, ranges: tuple of start, stop)", &pod, bounds,
+                         &size) < 0)
+        return NULL;
+    const Scorer *scorer = (const Scorer *)args[0];
+    Py_ssize_t best = -1;
+    int64_t best_score = 0;
+    for (int epoch = 0; epoch < 2; epoch++) {
+        const Py_ssize_t *list = epoch ? self->gained_now : self->gained_before;
+        Py_ssize_t count = epoch ? self->now_count : self->before_count;
+        for (Py_ssize_t i = 0; i < count; i++) {
+            Py_ssize_t n = list[i];
+            if (epoch && self->gained[n] & GAINED_BEFORE) continue; /* seen in the first list */
+            if (!in_ranges(n, bounds, size) || !fits(self, n, &pod)) continue;
+            int64_t score = node_score(self, scorer, n, &pod);
+            /* select's order: the best score, then the lowest-numbered node */
+            if (best < 0 || score > best_score || (score == best_score && n < best)) {
+                best = n;
+                best_score = score;
+            }
+        }
     }
     return PyLong_FromSsize_t(best);
+}
+
+PyDoc_STRVAR(new_epoch_doc, "new_epoch()\n--\n\n"
+                            "Forget the nodes that gained room before the epoch now ending; a new one begins.");
+
+static PyObject *state_new_epoch(NodeState *self, PyObject *unused) {
+    (void)unused;
+    for (Py_ssize_t i = 0; i < self->before_count; i++) self->gained[self->gained_before[i]] = 0;
+    for (Py_ssize_t i = 0; i < self->now_count; i++) self->gained[self->gained_now[i]] = GAINED_BEFORE;
+    Py_ssize_t *list = self->gained_before;
+    self->gained_before = self->gained_now;
+    self->before_count = self->now_count;
+    self->gained_now = list;
+    self->now_count = 0;
+    Py_RETURN_NONE;
+}
+
+PyDoc_STRVAR(gained_doc, "gained(node)\n--\n\nThe node gained room outside give_back (it became Ready).");
+
+static PyObject *state_gained(NodeState *self, PyObject *arg) {
+    Py_ssize_t node = PyLong_AsSsize_t(arg);
+    if ((node == -1 && PyErr_Occurred()) || check_node(self, node) < 0) return NULL;
+    gain(self, node);
+    Py_RETURN_NONE;
 }
 
 PyDoc_STRVAR(scores_doc, "scores(scorer, gpus, milli, cpu, mem, candidates) -> [score]\n--\n\n"
@@ -467,6 +580,7 @@ static PyObject *state_give_back(NodeState *self, PyObject *const *args, Py_ssiz
     self->mem_free[node] += pod.mem;
     self->pods_on[node] -= 1;
     self->batch_pods_on[node] -= batch;
+    gain(self, node);
     Py_RETURN_NONE;
 }
 
@@ -475,6 +589,9 @@ static PyMethodDef state_methods[] = {
     {"scores", (PyCFunction)(void (*)(void))state_scores, METH_FASTCALL, scores_doc},
     {"take", (PyCFunction)(void (*)(void))state_take, METH_FASTCALL, take_doc},
     {"give_back", (PyCFunction)(void (*)(void))state_give_back, METH_FASTCALL, give_back_doc},
+    {"select_gained", (PyCFunction)(void (*)(void))state_select_gained, METH_FASTCALL, select_gained_doc},
+    {"new_epoch", (PyCFunction)state_new_epoch, METH_NOARGS, new_epoch_doc},
+    {"gained", (PyCFunction)state_gained, METH_O, gained_doc},
     {NULL, NULL, 0, NULL},
 };
 
