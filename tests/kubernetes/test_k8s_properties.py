@@ -153,3 +153,68 @@ def test_no_node_is_over_committed_and_quota_holds(
     done = outcome.state == COMPLETED
     assert (outcome.end_s[done] >= outcome.start_s[done] + outcome.jobs.duration_s[done] - 1e-9).all()
     assert (outcome.start_s[done] >= outcome.jobs.submit_s[done]).all()
+
+
+class FullPasses(KubernetesRun):
+    """A run whose every pass after capacity was freed goes over every pending pod."""
+
+    def _still_stuck(self, stuck: list[Any]) -> bool:
+        return False
+
+
+class CountedSkips(KubernetesRun):
+    """A run that counts the passes it skipped over pending pods that still fit nowhere."""
+
+    skipped = 0
+
+    def _still_stuck(self, stuck: list[Any]) -> bool:
+        skip = super()._still_stuck(stuck)
+        CountedSkips.skipped += skip
+        return skip
+
+
+def same_runs(table: JobTable, milli: np.ndarray | None, config: KubernetesSettings, nodes: int) -> None:
+    pool = node_pool(nodes, name="gpu", cpu_milli=64_000, memory_mib=512_000)
+    skipping, full = (cls(table, [pool], config, [], gpu_milli=milli) for cls in (CountedSkips, FullPasses))
+    skipping.run()
+    full.run()
+    a, b = skipping.outcome(0.0), full.outcome(0.0)
+    for column in ("start_s", "end_s", "state", "preemptions", "lost_gpu_s"):
+        np.testing.assert_array_equal(getattr(a, column), getattr(b, column), err_msg=column)
+    assert a.node_lists().to_pylist() == b.node_lists().to_pylist()
+    assert a.events is not None and b.events is not None
+    for column in ("job", "time_s"):
+        np.testing.assert_array_equal(getattr(a.events, column), getattr(b.events, column))
+    for column in ("event", "reason", "detail", "queue", "flavor"):
+        assert getattr(a.events, column).values() == getattr(b.events, column).values(), column
+
+
+@pytest.mark.pure_python  # subclasses KubernetesRun
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(scenarios(), st.booleans())
+def test_skipping_passes_over_pods_that_still_fit_nowhere_changes_nothing(
+    case: tuple[JobTable, np.ndarray, KubernetesSettings, int], coscheduling: bool
+) -> None:
+    """After capacity is freed, a pass over pending pods whose requests all still fit nowhere (and
+    may not preempt) is skipped, only new pods being tried: the run is the same as with every pass
+    going over every pending pod, with priorities, preemption, Kueue and PodGroups in play."""
+    table, milli, config, nodes = case
+    if coscheduling:
+        config = config.model_copy(
+            update={"scheduler": config.scheduler.model_copy(update={"coscheduling": True})}
+        )
+    same_runs(table, milli, config, nodes)
+
+
+@pytest.mark.pure_python  # subclasses KubernetesRun
+def test_a_pass_over_pods_that_still_fit_nowhere_is_skipped() -> None:
+    """One 8-GPU node: two 4-GPU jobs run, 8-GPU jobs wait. When the shorter one ends, 4 GPUs are
+    free and no waiting pod fits: that pass is skipped, with the same run as without skipping."""
+    jobs = pods(gpus=8)
+    jobs.job(at=0.0, run=100.0, gpus=4).job(at=0.0, run=1000.0, gpus=4)
+    for k in range(3):
+        jobs.job(at=1.0 + k, run=500.0)
+    jobs.job(at=150.0, run=50.0, gpus=4)  # new pods in a pass that still skips the waiting ones
+    CountedSkips.skipped = 0
+    same_runs(jobs.table(), None, kubernetes_settings(), 1)
+    assert CountedSkips.skipped >= 2

@@ -204,12 +204,13 @@ class KubernetesRun:
         self.given_up: dict[int, str] = {}  # job -> why the run gave it up (REQUEUING_LIMIT_EXCEEDED, ...)
         self.placing = 0  # jobs with pods created but not all bound
         self.placing_admitted = 0  # of those, the ones Kueue admitted (blockAdmission waits for them)
-        self.index = PodIndex(self.nodes.count, self.pod_priority)
         self.events: list[tuple[float, int, int, int, int]] = []
         self.seq = 0
         self.batch_events = 0  # events in the heap other than the periodic syncs and scans
         self.now = 0.0
         self.pending: list[PodKey] = []
+        # the requests of the pending pods when each fitted nowhere and none may preempt, else None
+        self.stuck: list[PodRequest] | None = []
         self.fresh: list[PodKey] = []
         self.freed = True  # capacity was freed since the last pass: every pending pod is tried again
         self.newly_admitted: list[int] = []
@@ -297,6 +298,8 @@ class KubernetesRun:
         self.wait_ready = settings.kueue.waitForPodsReady
         # services and node autoscaling
         self.deployments = Deployments(services, settings, pools)
+        replica_priorities = [d.priority for d in self.deployments.deployments]
+        self.index = PodIndex(self.nodes.count, self.pod_priority, self.pod_priority + replica_priorities)
         self.autoscaled = np.array([p.autoscaled for p in pools], bool)
         self.any_autoscaled = bool(self.autoscaled.any())
         self.provisioning = [0] * len(pools)
@@ -721,20 +724,33 @@ class KubernetesRun:
             self._send_batches()
         if not (self.fresh or self.freed):
             return  # nothing new to try, nothing freed for the pods left pending
+        # Binding only takes capacity away, so a request that fits nowhere fits nowhere for the rest of
+        # the pass (until a preemption frees some): later pods asking the same are not tried again.
+        unschedulable: dict[int, PodRequest] = {}  # (interned) requests by id
+        freed = self.freed
+        self.freed = False
         self.fresh.sort()
-        if self.freed:
+        if freed:
+            # every pending pod is tried again: what fitted nowhere before the last epoch is known again
+            self.chooser.new_epoch()
+            if (
+                self.stuck is not None
+                and (not self.fresh or -self.fresh[0][0] <= self.index.lowest)  # no new pod preempts
+                and self._still_stuck(self.stuck)
+            ):
+                # the pending pods would each fit nowhere again, whatever the new ones take: only
+                # those are tried, as when nothing was freed
+                freed = False
+                unschedulable = {id(pod): pod for pod in self.stuck}
+        if freed:
             queue = sorted(self.pending + self.fresh)
             self.pending = []
-            self.chooser.new_epoch()  # every pending pod is tried: what fitted nowhere before is known again
         else:
             queue = self.fresh
         self.fresh = []
-        self.freed = False
         still: list[PodKey] = []
         started: list[int] = []
-        # Binding only takes capacity away, so a request that fits nowhere fits nowhere for the rest of
-        # the pass (until a preemption frees some): later pods asking the same are not tried again.
-        unschedulable: set[int] = set()  # ids of (interned) requests
+        plain = True  # what is left pending is only job pods that fitted nowhere, with no preemption
         waiting: set[int] = set()  # PodGroups that found no room this pass
         # the lists below are only changed in place during the pass
         state, generation, placed, pod_count = self.state, self.generation, self.placed, self.pod_count
@@ -749,6 +765,7 @@ class KubernetesRun:
                     continue  # bound with its PodGroup
                 pod = requests[owner]
                 if gang_scheduled[owner]:
+                    plain = False  # a PodGroup's pods wait for one another, and a failed bind frees room
                     if self.created[owner] < pod_count[owner]:
                         still.append(key)  # PreFilter: a PodGroup waits until all its pods exist
                         continue
@@ -763,16 +780,18 @@ class KubernetesRun:
                 if replica is None or replica.node >= 0:
                     continue
                 pod = self.deployments.request(-owner - 1)
+                plain = False  # replica ids are reused: a key left pending may not stay stale
             if id(pod) in unschedulable:
                 still.append(key)
                 continue
             node = chooser.select(pod)
             if node < 0 and -key[0] > self.index.lowest:
+                plain = False  # the next pass tries preemption again
                 node = self._preempt_for(pod, -key[0])
                 if node >= 0:
                     unschedulable.clear()
             if node < 0:
-                unschedulable.add(id(pod))
+                unschedulable[id(pod)] = pod
                 still.append(key)
                 continue
             if owner >= 0:
@@ -784,8 +803,21 @@ class KubernetesRun:
         # both in queue order (keys are unique): sorting their concatenation merges two runs
         if still:
             self.pending = sorted(self.pending + still) if self.pending else still
+        # what the pods now pending asked for, when a pass over them would only find that again
+        if not plain or (self.stuck is None and not freed):
+            self.stuck = None
+        elif freed or not self.stuck:
+            self.stuck = list(unschedulable.values())
+        else:
+            self.stuck = list({id(r): r for r in self.stuck + list(unschedulable.values())}.values())
         for j in started:
             self._start(j)
+
+    def _still_stuck(self, stuck: list[PodRequest]) -> bool:
+        """Whether every request the pending pods make still fits nowhere. Each fitted nowhere when
+        last tried and may not preempt, so with no new pod preempting, a pass over them would bind
+        and evict none of them (kube-scheduler leaves such pods in its unschedulable queue)."""
+        return all(self.chooser.select(pod) < 0 for pod in stuck)
 
     def _bind_pod_group(self, j: int) -> bool:
         """Coscheduling (scheduler-plugins, pkg/coscheduling): the job's pods are a PodGroup whose

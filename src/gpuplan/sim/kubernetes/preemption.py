@@ -23,29 +23,41 @@ from gpuplan.workload.jobtable import Int64
 
 
 class PodIndex:
-    """Jobs per node, and resources used per node by each priority value."""
+    """Jobs per node, and resources used per node by each priority value a preemptor can evict.
 
-    def __init__(self, nodes: int, priorities: list[int]) -> None:
+    A pod is a victim only of a higher-priority pod, so the pods at or above the highest priority
+    any pod (job or replica) has are never looked at and are not kept: with one priority, nothing is.
+    """
+
+    def __init__(self, nodes: int, priorities: list[int], preemptor_priorities: list[int]) -> None:
         self.values = sorted(set(priorities))
         self.lowest = self.values[0] if self.values else 0  # no pod at or below this can preempt
+        highest = max(preemptor_priorities, default=self.lowest)
         self.jobs_on: list[dict[int, int]] = [{} for _ in range(nodes)]  # node -> {job: pods}
-        self.gpu: dict[int, Int64] = {v: np.zeros(nodes, np.int64) for v in self.values}
-        self.cpu: dict[int, Int64] = {v: np.zeros(nodes, np.int64) for v in self.values}
-        self.mem: dict[int, Int64] = {v: np.zeros(nodes, np.int64) for v in self.values}
+        kept = [v for v in self.values if v < highest]
+        self.gpu: dict[int, Int64] = {v: np.zeros(nodes, np.int64) for v in kept}
+        self.cpu: dict[int, Int64] = {v: np.zeros(nodes, np.int64) for v in kept}
+        self.mem: dict[int, Int64] = {v: np.zeros(nodes, np.int64) for v in kept}
 
     def add(self, node: int, job: int, priority: int, pod: PodRequest) -> None:
+        gpu = self.gpu.get(priority)
+        if gpu is None:
+            return  # no pod can preempt it
         on = self.jobs_on[node]
         on[job] = on.get(job, 0) + 1
-        self.gpu[priority][node] += pod.gpu_milli_total
+        gpu[node] += pod.gpu_milli_total
         self.cpu[priority][node] += pod.cpu
         self.mem[priority][node] += pod.mem
 
     def remove(self, node: int, job: int, priority: int, pod: PodRequest) -> None:
+        gpu = self.gpu.get(priority)
+        if gpu is None:
+            return
         on = self.jobs_on[node]
         on[job] -= 1
         if not on[job]:
             del on[job]
-        self.gpu[priority][node] -= pod.gpu_milli_total
+        gpu[node] -= pod.gpu_milli_total
         self.cpu[priority][node] -= pod.cpu
         self.mem[priority][node] -= pod.mem
 
