@@ -1,8 +1,9 @@
 """Collects a run's events as it goes, for its event log (``sim/events.py``: ``EventLog``).
 
 Compiled by mypyc (setup.py): a run records an event at every change of a job's state (hundreds of
-thousands in a large run), so each column keeps a code per event, its labels numbered as first
-recorded, rather than the text: ``log()`` then only renumbers them.
+thousands in a large run), so each event keeps one code for its labels (event, reason, detail,
+queue, flavor together), numbered as first recorded, rather than the text: ``log()`` then only
+renumbers them.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import numpy as np
 from gpuplan.sim.events import EventLog
 from gpuplan.workload.jobtable import Int32, Labels
 
-COLUMNS = 5  # event, reason, detail, queue, flavor
+Combination = tuple[str, str, str, str, str]  # event, reason, detail, queue, flavor
 
 
 class EventRecorder:
@@ -21,8 +22,8 @@ class EventRecorder:
     def __init__(self) -> None:
         self.job: list[int] = []
         self.time_s: list[float] = []
-        self.codes: list[list[int]] = [[] for _ in range(COLUMNS)]
-        self.labels: list[dict[str, int]] = [{"": 0} for _ in range(COLUMNS)]  # label -> code
+        self.codes: list[int] = []  # per event, its combination's code
+        self.combinations: dict[Combination, int] = {}  # combination -> code
 
     def add(
         self,
@@ -36,26 +37,25 @@ class EventRecorder:
     ) -> None:
         self.job.append(job)
         self.time_s.append(time_s)
-        self._code(0, event)
-        self._code(1, reason)
-        self._code(2, detail)
-        self._code(3, queue)
-        self._code(4, flavor)
-
-    def _code(self, column: int, text: str) -> None:
-        labels = self.labels[column]
-        code = labels.get(text)
+        labels = (event, reason, detail, queue, flavor)
+        code = self.combinations.get(labels)
         if code is None:
-            code = labels[text] = len(labels)
-        self.codes[column].append(code)
+            code = self.combinations[labels] = len(self.combinations)
+        self.codes.append(code)
 
     def log(self) -> EventLog:
         times = np.array(self.time_s, np.float64)
         order = np.argsort(times, kind="stable")
-        event, reason, detail, queue, flavor = (
-            _in_order(np.array(codes, np.int32)[order], list(labels))
-            for codes, labels in zip(self.codes, self.labels, strict=True)
-        )
+        codes = np.array(self.codes, np.int32)[order]
+        columns = []
+        for c in range(5):
+            # each combination's label in this column, coded "" first, then as they come
+            words = {"": 0}
+            of_combination = np.array(
+                [words.setdefault(labels[c], len(words)) for labels in self.combinations], np.int32
+            )
+            columns.append(_in_order(of_combination[codes], list(words)))
+        event, reason, detail, queue, flavor = columns
         return EventLog(
             job=np.array(self.job, np.int64)[order],
             time_s=times[order],

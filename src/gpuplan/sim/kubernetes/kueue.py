@@ -246,8 +246,7 @@ class Kueue:
         self.strategies = strategies
         self.timestamp: dict[int, float] = {}
         self.queue_of: dict[int, int] = {}
-        self.flavor_of: dict[int, int] = {}
-        self.admitted_at: dict[int, float] = {}
+        self.flavor_of: list[int] = [-1] * len(request)  # per job: its flavor while admitted, else -1
         self.admit_seq: dict[int, int] = {}  # admission order (preemption takes the newest first)
         self.admissions = 0
         self.borrowing_admissions = 0  # admissions that took quota beyond the ClusterQueue's nominal
@@ -318,9 +317,9 @@ class Kueue:
         """A workload finished or was evicted: its quota goes back."""
         queue = self.queue_of[job]
         self.dirty.add(queue)
-        flavor = self.flavor_of.pop(job)
+        flavor = self.flavor_of[job]
+        self.flavor_of[job] = -1
         self.queues[queue].admitted[self.priority[job]].pop(job, None)
-        self.admitted_at.pop(job, None)
         self.tree.remove_usage(self.queues[queue].policy.node, flavor, self.request[job])
 
     # -- flavor assignment -------------------------------------------------------------------------
@@ -795,7 +794,7 @@ class Kueue:
                     else:
                         self.reclaims += 1
                     evict(victim)
-                self._admit(decision, now)
+                self._admit(decision)
                 admit(decision)
                 admitted += 1
                 progressed = True
@@ -811,7 +810,7 @@ class Kueue:
             self.blocked_marks.mark(now)  # the workloads left pending wait for the admitted ones' pods
         return admitted
 
-    def _admit(self, decision: Decision, now: float) -> None:
+    def _admit(self, decision: Decision) -> None:
         q = self.queues[decision.queue]
         heap = q.classes[self.request[decision.job]]
         popped = heapq.heappop(heap)
@@ -826,5 +825,4 @@ class Kueue:
         self.admit_seq[decision.job] = self.admissions
         self.admissions += 1
         self.flavor_of[decision.job] = decision.flavor
-        self.admitted_at[decision.job] = now
         self.peak_borrowed[decision.queue] = max(self.peak_borrowed[decision.queue], self.tree.borrowed(node))

@@ -173,7 +173,7 @@ class KubernetesRun:
         total_pods = self.pod_start[-1]
         self.pod_node: list[int] = [-1] * total_pods
         self.pod_mask: list[int] = [0] * total_pods
-        self.final_node = np.full(total_pods, -1, np.int32)  # nodes of each job's last run
+        self.final_node: list[int] = [-1] * total_pods  # nodes of each job's last run
         self.state: list[int] = [WAITING] * n
         self.placed: list[int] = [0] * n
         self.created: list[int] = [0] * n  # pods created, this generation (controllers.py)
@@ -219,6 +219,7 @@ class KubernetesRun:
         )
         # timeline bookkeeping, per pool
         self.pool_used = [0] * len(pools)
+        self.pool_of_node: list[int] = self.nodes.pool.tolist()
         self.pool_queued = [0] * len(pools)
         self.up_count = [int(c) for c in self.nodes.nodes_up()]
         self.rows: list[tuple[float, int, int, int, int]] = []
@@ -490,7 +491,7 @@ class KubernetesRun:
 
     def _used(self, node: int, delta: int) -> None:
         """Busy GPUs (thousandths) of ``node``'s pool: a running job's pods or a bound replica."""
-        pool = int(self.nodes.pool[node])
+        pool = self.pool_of_node[node]
         self.pool_used[pool] += delta
         self.touched.add(pool)
 
@@ -641,7 +642,7 @@ class KubernetesRun:
         self.generation[j] += 1
         self.creations.pop(j, None)  # the pods not yet created never will be
         self._release_pods(j)
-        if self.kueue is not None and j in self.kueue.flavor_of:
+        if self.kueue is not None and self.kueue.flavor_of[j] >= 0:
             self.kueue.release(j)
         self.state[j] = state
 
@@ -906,7 +907,7 @@ class KubernetesRun:
         return requests
 
     def _set_up(self, node: int, up: bool) -> None:
-        pool = int(self.nodes.pool[node])
+        pool = self.pool_of_node[node]
         self._node_hours(pool)
         self.nodes.set_up(node, up)
         self.up_count[pool] += 1 if up else -1
@@ -919,7 +920,7 @@ class KubernetesRun:
 
     def _node_ready(self, node: int) -> None:
         self.provisioning_slots.discard(node)
-        self.provisioning[int(self.nodes.pool[node])] -= 1
+        self.provisioning[self.pool_of_node[node]] -= 1
         self._set_up(node, True)
         self.freed = True
 
@@ -956,7 +957,7 @@ class KubernetesRun:
             changed |= self._scale_down(ca.scaleDownUnneededTime)
         removable = any(
             self.up_count[p] > self.pool_specs[p].min_nodes
-            for p in {int(self.nodes.pool[node]) for node in self.unneeded_since}
+            for p in {self.pool_of_node[node] for node in self.unneeded_since}
         )
         # Scans go on while anything may change; pods left pending with no node to add for them
         # wait for an event (the next scan then comes from _wake_autoscaler), so a cluster at its
@@ -980,7 +981,7 @@ class KubernetesRun:
         """Remove nodes unneeded for long enough: empty ones all, one with replicas per scan."""
         removed_busy = changed = False
         for node in sorted(self.unneeded_since):
-            pool = int(self.nodes.pool[node])
+            pool = self.pool_of_node[node]
             if (
                 self.now - self.unneeded_since[node] < unneeded_time
                 or self.up_count[pool] <= self.pool_specs[pool].min_nodes
@@ -1071,10 +1072,9 @@ class KubernetesRun:
         state[reason.codes == reason.labels.index(REQUEUING_LIMIT_EXCEEDED)] = REJECTED
         start_s = np.where(completed, self.start_s, np.nan)
         end_s = np.where(completed, self.end_s, np.nan)
-        first_node = self.final_node[np.minimum(self.first_pod[:-1], max(len(self.final_node) - 1, 0))]
-        ran_on = (
-            np.where((self.pods > 0) & completed, first_node, -1) if len(self.final_node) else np.full(n, -1)
-        )
+        final_node = np.array(self.final_node, np.int32)
+        first_node = final_node[np.minimum(self.first_pod[:-1], max(len(final_node) - 1, 0))]
+        ran_on = np.where((self.pods > 0) & completed, first_node, -1) if len(final_node) else np.full(n, -1)
         pool_of_job = np.where(
             ran_on >= 0, self.nodes.pool[np.maximum(ran_on, 0)], np.maximum(self.pool_sel, 0)
         ).astype(np.int32)
@@ -1090,7 +1090,7 @@ class KubernetesRun:
                 mine[:, 4].astype(np.int32),
             )
             placement = PoolPlacement(
-                timeline, self.nodes, self.final_node, self.first_pod, members, completed[members]
+                timeline, self.nodes, final_node, self.first_pod, members, completed[members]
             )
             nodes = max(spec.nodes, spec.max_nodes)
             pool = Pool(spec.name, nodes, spec.gpus_per_node, spec.name, spec.price_per_gpu_hour)
