@@ -245,7 +245,7 @@ class Kueue:
         self.fair_sharing = fair_sharing
         self.strategies = strategies
         self.timestamp: dict[int, float] = {}
-        self.queue_of: dict[int, int] = {}
+        self.queue_of: list[int] = [-1] * len(request)  # per job: its ClusterQueue once pushed
         self.flavor_of: list[int] = [-1] * len(request)  # per job: its flavor while admitted, else -1
         self.admit_seq: dict[int, int] = {}  # admission order (preemption takes the newest first)
         self.admissions = 0

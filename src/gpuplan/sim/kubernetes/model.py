@@ -177,7 +177,7 @@ class KubernetesRun:
         self.state: list[int] = [WAITING] * n
         self.placed: list[int] = [0] * n
         self.created: list[int] = [0] * n  # pods created, this generation (controllers.py)
-        self.pool_sel = np.array([r.pool for r in self.requests], np.int32) if n else np.zeros(0, np.int32)
+        self.pool_sel: list[int] = [r.pool for r in self.requests]  # per job: its pods' node selector
         self.remaining = jobs.duration_s.astype(np.float64).copy()
         self.done_work = np.zeros(n)  # work saved by checkpoints before the last eviction
         self.run_began = np.full(n, np.nan)
@@ -249,7 +249,7 @@ class KubernetesRun:
                 self.workload_priority,
                 pools,
                 flavors,
-                flavor_per_pool=bool((self.pool_sel >= 0).any()) or uses_tas,
+                flavor_per_pool=any(pool >= 0 for pool in self.pool_sel) or uses_tas,
                 placement=self._tas_placement if uses_tas else None,
             )
             if uses_tas:
@@ -261,6 +261,11 @@ class KubernetesRun:
         self.managed: list[bool] = (
             (self.queue_of_job >= 0).tolist() if self.kueue is not None else [False] * n
         )  # _managed
+        self.job_queue: list[int] = self.queue_of_job.tolist()
+        names = self.queue_names
+        self.job_queue_name = [  # _queue_name
+            names[q] if managed else "" for q, managed in zip(self.job_queue, self.managed, strict=True)
+        ]
         if settings.scheduler.coscheduling:
             self.gang_scheduled = [
                 not managed and pods > 1
@@ -485,7 +490,7 @@ class KubernetesRun:
     # -- batch jobs --------------------------------------------------------------------------------
 
     def _queued(self, j: int, delta: int) -> None:
-        pool = max(int(self.pool_sel[j]), 0)
+        pool = max(self.pool_sel[j], 0)
         self.pool_queued[pool] += delta
         self.touched.add(pool)
 
@@ -501,7 +506,7 @@ class KubernetesRun:
         if self._managed(j):
             assert self.kueue is not None
             self.queued_at[j] = self.now
-            self.kueue.push(j, int(self.queue_of_job[j]), float(self.queue_ts[j]))
+            self.kueue.push(j, self.job_queue[j], float(self.queue_ts[j]))
         else:
             self._create_pods(j)
 
@@ -513,7 +518,7 @@ class KubernetesRun:
 
     def _queue_name(self, j: int) -> str:
         """The job's ClusterQueue ("" without Kueue)."""
-        return self.queue_names[int(self.queue_of_job[j])] if self._managed(j) else ""
+        return self.job_queue_name[j]
 
     def _begin_placing(self, j: int) -> None:
         """The job's pods are created and bound from now (PLACING)."""
@@ -1075,9 +1080,8 @@ class KubernetesRun:
         final_node = np.array(self.final_node, np.int32)
         first_node = final_node[np.minimum(self.first_pod[:-1], max(len(final_node) - 1, 0))]
         ran_on = np.where((self.pods > 0) & completed, first_node, -1) if len(final_node) else np.full(n, -1)
-        pool_of_job = np.where(
-            ran_on >= 0, self.nodes.pool[np.maximum(ran_on, 0)], np.maximum(self.pool_sel, 0)
-        ).astype(np.int32)
+        selected = np.maximum(np.array(self.pool_sel, np.int32), 0)
+        pool_of_job = np.where(ran_on >= 0, self.nodes.pool[np.maximum(ran_on, 0)], selected).astype(np.int32)
         rows = np.array(self.rows, dtype=np.float64).reshape(-1, 5)
         schedules = []
         for i, spec in enumerate(self.pool_specs):
