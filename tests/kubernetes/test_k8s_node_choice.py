@@ -138,6 +138,16 @@ requests = st.builds(
 )
 
 
+def nodes_of(specs: list[tuple[int, int, int, int]]) -> Nodes:
+    """Pools of (GPUs per node, nodes, CPU millicores, MiB)."""
+    return Nodes(
+        [
+            node_pool(count, gpus=gpus, name=f"p{i}", cpu_milli=cpu, memory_mib=mem)
+            for i, (gpus, count, cpu, mem) in enumerate(specs)
+        ]
+    )
+
+
 @settings(max_examples=150, deadline=None)
 @given(pools, scorings, st.lists(requests, min_size=1, max_size=25), st.data())
 def test_the_compiled_choice_is_node_resources_fit(
@@ -146,12 +156,7 @@ def test_the_compiled_choice_is_node_resources_fit(
     asked: list[tuple[int, int, int, int]],
     data: st.DataObject,
 ) -> None:
-    nodes = Nodes(
-        [
-            node_pool(n, gpus=g, name=f"p{i}", cpu_milli=c, memory_mib=m)
-            for i, (g, n, c, m) in enumerate(specs)
-        ]
-    )
+    nodes = nodes_of(specs)
     nodes.up[data.draw(st.sampled_from(range(nodes.count)))] = data.draw(st.booleans())
     bound: list[tuple[int, int, PodRequest]] = []
     for gpus, milli, cpu, mem in asked:
@@ -191,12 +196,7 @@ def test_the_choice_among_nodes_that_gained_room_is_the_choice_among_all(
 ) -> None:
     # a request that fitted nowhere since the epoch before is looked for only among the nodes that
     # gained room since (pods left, nodes became Ready): the same node as a search of every node
-    nodes = Nodes(
-        [
-            node_pool(n, gpus=g, name=f"p{i}", cpu_milli=c, memory_mib=m)
-            for i, (g, n, c, m) in enumerate(specs)
-        ]
-    )
+    nodes = nodes_of(specs)
     chooser = NodeChooser(nodes, scoring)
     pods = [
         PodRequest(g, milli, cpu, mem, data.draw(st.integers(-1, len(specs) - 1)))
