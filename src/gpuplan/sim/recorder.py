@@ -14,6 +14,7 @@ from gpuplan.sim.events import EventLog
 from gpuplan.workload.jobtable import Int32, Labels
 
 Combination = tuple[str, str, str, str, str]  # event, reason, detail, queue, flavor
+COLUMNS = 5  # the labels of a Combination
 
 
 class EventRecorder:
@@ -48,7 +49,7 @@ class EventRecorder:
         order = np.argsort(times, kind="stable")
         codes = np.array(self.codes, np.int32)[order]
         columns = []
-        for c in range(5):
+        for c in range(COLUMNS):
             # each combination's label in this column, coded "" first, then as they come
             words = {"": 0}
             of_combination = np.array(
