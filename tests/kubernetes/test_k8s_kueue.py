@@ -295,6 +295,27 @@ def test_default_flavor_has_no_node_labels() -> None:
     assert outcome.extra["kubernetes"]["kueue"]["quota_fit_but_fragmented"] == 1
 
 
+def test_a_workload_readmitted_to_default_flavor_loses_its_former_flavors_node_selector() -> None:
+    # Kueue unsuspends a workload with the node selector of the flavor it assigns now (podset.go
+    # FromAssignment), not of an earlier one: the low job, admitted to h100 and then preempted,
+    # comes back in default-flavor and runs on a100 at once, not after the high job on h100
+    jobs = pods().job(team="a", gpus=4).job(team="a", at=10.0, qos="high")
+    pools = [node_pool(1), node_pool(1, name="a100")]
+    flavors = [{"name": "h100", "nominalQuota": 8}, {"name": "default-flavor", "nominalQuota": 4}]
+    cluster_queue = {
+        "name": "a",
+        "teams": ["a"],
+        "flavors": flavors,
+        "preemption": {"withinClusterQueue": "LowerPriority"},
+    }
+    settings = kubernetes_settings(kueue={"clusterQueues": [cluster_queue]}, priorities=PRIORITIES)
+    outcome = jobs.simulate(pools, settings)
+    assert outcome.preemptions.tolist() == [1, 0]
+    assert outcome.start_s.tolist() == [0.0, 10.0]
+    assert outcome.pool_of_job.tolist() == [1, 0]
+    assert outcome.end_s[0] == 10.0 + 1000.0
+
+
 # -- why a job waited: Kueue's QuotaReserved=False reasons, kept when it ran (sacct's Reason) ------------
 
 

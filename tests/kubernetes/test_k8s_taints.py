@@ -3,7 +3,10 @@ Tolerations": a NoSchedule or NoExecute taint keeps off the pods that do not tol
 toleration matches with Exists, or Equal and the value, and an empty key with Exists matches every
 taint; kube-apiserver's ExtendedResourceToleration admission plugin makes a pod asking
 nvidia.com/gpu tolerate the taints of that key). A flavor whose nodes' taints a pod does not
-tolerate does not match (Kueue's checkFlavorForPodSets: NoMatchingFlavor)."""
+tolerate does not match (Kueue's checkFlavorForPodSets: NoMatchingFlavor), unless the flavor's own
+tolerations do: Kueue's ResourceFlavor page, "ResourceFlavor tolerations for automatic scheduling"
+and "ResourceFlavor taints for user-selective scheduling" (Kueue adds them to the pods it admits
+to the flavor, pkg/podset/podset.go FromAssignment)."""
 
 from __future__ import annotations
 
@@ -127,3 +130,53 @@ def test_the_csv_gives_tolerations_too(tmp_path: Path) -> None:
     rows = {r["name"]: r for r in pq.read_table(tmp_path / "out" / "jobs.parquet").to_pylist()}
     assert rows["team-a/third"]["node_list"].startswith("h100")  # Exists tolerates the taint
     assert rows["team-a/fourth"]["start_s"] == 3600.0  # the wrong value does not: it waits for a10
+
+
+# Kueue's sample "spot" ResourceFlavor (site/static/examples/admin/resource-flavor-tolerations.yaml):
+# tolerations of its nodes' taint, so that the workloads Kueue admits to it need none of their own
+def spot(tolerations: str = "") -> str:
+    return "      - {pool: a10, taints: [{key: spot-taint, effect: NoSchedule}]" + tolerations + "}"
+
+
+FLAVOR_TOLERATIONS = ", flavorTolerations: [{key: spot-taint, operator: Exists, effect: NoSchedule}]"
+A10_ONLY = "      clusterQueues:\n        - {name: q, flavors: [{name: a10, nominalQuota: 8}]}"
+
+
+@pytest.mark.parametrize(("tolerations", "runs"), [("", False), (FLAVOR_TOLERATIONS, True)])
+def test_a_flavors_tolerations_let_the_workloads_it_admits_onto_its_tainted_nodes(
+    tmp_path: Path, tolerations: str, runs: bool
+) -> None:
+    placed = pools_of(tmp_path, job("spot-job"), more=spot(tolerations), kueue=A10_ONLY)
+    assert placed["spot-job"] == (("a10-0", None) if runs else (None, "NoMatchingFlavor"))
+
+
+def test_a_flavors_tolerations_are_not_given_to_pods_kueue_does_not_admit(tmp_path: Path) -> None:
+    # without Kueue nothing adds the flavor's tolerations: the untolerated a10 is off limits
+    more = spot(FLAVOR_TOLERATIONS)
+    jobs = job("first") + job("second") + job("third", created=1)
+    placed = pools_of(tmp_path, jobs, more=more)
+    assert placed["third"] == (None, "node(s) had untolerated taint")
+
+
+def test_default_flavor_gives_no_tolerations(tmp_path: Path) -> None:
+    # the a10 flavor's quota holds one 4-GPU job; default-flavor (no nodeLabels, no tolerations)
+    # admits the next two, whose pods may go only where their own tolerations let them: h100, not
+    # the tainted a10 even though a10-1 is empty (MostAllocated would fill it first)
+    more = (
+        spot(FLAVOR_TOLERATIONS)
+        + "\n    scheduler: {scoringStrategy: MostAllocated, resources: [{name: nvidia.com/gpu}]}"
+    )
+    kueue = (
+        "      clusterQueues:\n"
+        "        - {name: q, flavors: [{name: a10, nominalQuota: 4},\n"
+        "                              {name: default-flavor, nominalQuota: 8}]}"
+    )
+    untainted = SCENARIO.replace(
+        "      - {{pool: h100, taints: [{{key: nvidia.com/gpu, value: present, effect: NoSchedule}}]}}\n", ""
+    )
+    (tmp_path / "jobs.yaml").write_text(job("first") + job("second", created=1) + job("third", created=2))
+    (tmp_path / "scenario.yaml").write_text(untainted.format(ert="false", more=more, kueue=kueue))
+    simulate_into(tmp_path / "scenario.yaml", tmp_path / "out")
+    rows = {r["name"]: r for r in pq.read_table(tmp_path / "out" / "jobs.parquet").to_pylist()}
+    assert rows["team-a/first"]["node_list"] == "a10-0"
+    assert {rows[f"team-a/{name}"]["node_list"] for name in ("second", "third")} == {"h100-0"}

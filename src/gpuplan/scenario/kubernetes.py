@@ -443,13 +443,18 @@ class Topology(Section):
 
 
 class NodePool(Section):
-    """An OKE node pool's autoscaling bounds (cluster autoscaler node group), and the Topology its
-    nodes are labelled with (its ResourceFlavor's ``topologyName``)."""
+    """An OKE node pool's autoscaling bounds (cluster autoscaler node group), its nodes' taints, and
+    what its ResourceFlavor (the pool's flavor) says beside nodeLabels: ``topologyName`` and
+    ``tolerations`` (``flavorTolerations``). The taints are also the flavor's ``nodeTaints``."""
 
     pool: str
     topologyName: str | None = Field(None, description="a topologies[] name: its flavor uses TAS")
     taints: list[Taint] = Field(
         default_factory=list, description="taints of every node (e.g. nvidia.com/gpu=present:NoSchedule)"
+    )
+    flavorTolerations: list[Toleration] = Field(
+        default_factory=list,
+        description="its ResourceFlavor's spec.tolerations: Kueue adds them to the pods it admits to it",
     )
     minNodes: int | None = Field(None, ge=0, le=MAX_SIZE_NODES, description="default: the pool's nodes")
     maxNodes: int | None = Field(

@@ -65,6 +65,7 @@ from gpuplan.sim.kubernetes.settings import KubernetesModelSettings, node_pool_s
 from gpuplan.sim.kubernetes.setup import (
     ANY_FLAVOR,
     build_kueue,
+    cluster_queues,
     job_priorities,
     job_reach,
     kueue_flavors,
@@ -148,16 +149,18 @@ class KubernetesRun:
         self.nodes = Nodes(pools)
         self.horizon_s = horizon_s
         n = len(jobs)
-        self.requests, self.milli_of_job = pod_requests(
-            jobs,
-            pools,
-            reorder(gpu_milli),
-            reorder(cpu_milli),
-            reorder(memory_mib),
-            pool_aliases,
-            tolerated_pools(jobs, settings, pools),
+        # each job's ClusterQueue (Kueue manages the jobs with one: _managed)
+        self.queue_of_job: Int32 = (
+            cluster_queues(jobs, settings.kueue) if settings.kueue.enable else np.zeros(n, np.int32)
         )
-        self.flavored: dict[tuple[PodRequest, int], PodRequest] = {}
+        self.managed: list[bool] = (self.queue_of_job >= 0).tolist() if settings.kueue.enable else [False] * n
+        tolerated, self.own_pools = tolerated_pools(jobs, settings, pools, self.managed)
+        self.requests, self.milli_of_job = pod_requests(
+            jobs, pools, reorder(gpu_milli), reorder(cpu_milli), reorder(memory_mib), pool_aliases, tolerated
+        )
+        self.base_requests = list(self.requests)  # before Kueue's flavor adds a node selector
+        self.flavored: dict[tuple[PodRequest, int, tuple[int, ...]], PodRequest] = {}
+        self.interned = {request: request for request in self.requests}
         # pods' priority (kube-scheduler) and the workload's (Kueue)
         self.priority, self.workload_priority = job_priorities(jobs, settings)
         self.pod_priority: list[int] = self.priority.tolist()
@@ -234,14 +237,13 @@ class KubernetesRun:
         flavors = kueue_flavors(self.reach, len(pools))
         self.flavor_names = [p.name for p in pools] + [ANY_FLAVOR]
         self.kueue: Kueue | None = None
-        self.queue_of_job: Int32 = np.zeros(n, np.int32)
         self.queue_names: list[str] = []
         # Topology Aware Scheduling: each pool's Topology (its flavor's), each job's request
         self.topologies = pool_topologies(settings, pools)
         self.topology_request = topology_requests(jobs)
         uses_tas = any(t is not None for t in self.topologies)
         if settings.kueue.enable:
-            self.kueue, self.queue_of_job, self.queue_names = build_kueue(
+            self.kueue, self.queue_names = build_kueue(
                 jobs,
                 settings.kueue,
                 [p.name for p in pools],
@@ -258,9 +260,6 @@ class KubernetesRun:
         # Coscheduling's PodGroups: the multi-pod jobs Kueue does not admit (Kueue's own
         # all-or-nothing is admission plus waitForPodsReady)
         self.gang_scheduled: list[bool] = [False] * n
-        self.managed: list[bool] = (
-            (self.queue_of_job >= 0).tolist() if self.kueue is not None else [False] * n
-        )  # _managed
         self.job_queue: list[int] = self.queue_of_job.tolist()
         names = self.queue_names
         self.job_queue_name = [  # _queue_name
@@ -572,10 +571,15 @@ class KubernetesRun:
         why = self.kueue.held_reason(j, float(self.queued_at[j]), self.now)
         if why:
             self.held[j] = why
+        base = self.base_requests[j]
         if decision.flavor < len(self.pool_specs):  # the flavor's nodeLabels: a node selector to its pool
+            request = self._flavored(base, decision.flavor, base.pools)
+        else:  # default-flavor: no nodeLabels, and no tolerations
+            request = self._flavored(base, base.pool, self.own_pools.get(j, base.pools))
+        if request is not self.requests[j]:
             self._queued(j, -1)
-            self.pool_sel[j] = decision.flavor
-            self.requests[j] = self._with_pool(self.requests[j], decision.flavor)
+            self.pool_sel[j] = request.pool
+            self.requests[j] = request
             self._queued(j, +1)
         queue, flavor = self._queue_name(j), self.flavor_names[decision.flavor]
         self.log.add(j, self.now, QUOTA_RESERVED, queue=queue, flavor=flavor)
@@ -598,13 +602,16 @@ class KubernetesRun:
                 self._bind(j, node)
         self._start(j)
 
-    def _with_pool(self, pod: PodRequest, pool: int) -> PodRequest:
-        """The request with a node selector to ``pool``; equal requests are one object (the pass
-        remembers requests that fit nowhere by identity)."""
-        key = (pod, pool)
+    def _flavored(self, pod: PodRequest, pool: int, pools: tuple[int, ...]) -> PodRequest:
+        """The request with a node selector to ``pool`` and the tolerated ``pools``; equal requests
+        are one object (the pass remembers requests that fit nowhere by identity)."""
+        if pool == pod.pool and pools == pod.pools:
+            return pod
+        key = (pod, pool, pools)
         found = self.flavored.get(key)
         if found is None:
-            found = self.flavored[key] = replace(pod, pool=pool)
+            made = replace(pod, pool=pool, pools=pools)
+            found = self.flavored[key] = self.interned.setdefault(made, made)
         return found
 
     def _blocked(self) -> bool:

@@ -171,14 +171,13 @@ def build_kueue(
     flavors_of_job: list[tuple[int, ...]],
     flavor_per_pool: bool = True,
     placement: Placement | None = None,
-) -> tuple[Kueue, Int32, list[str]]:
+) -> tuple[Kueue, list[str]]:
     """Kueue's quota tree and ClusterQueues from ``models.kubernetes.kueue``, and each job's queue.
 
     Flavors are the pools, in order, then ``default-flavor`` (no nodeLabels: any pool). Without
     clusterQueues, one ClusterQueue ``default`` holds every GPU as nominal quota: per pool when
     ``flavor_per_pool`` (jobs name their pools), else in ``default-flavor``. A job goes to the
-    ClusterQueue whose ``teams`` lists its team (its namespace's LocalQueue), else to the first
-    ClusterQueue that lists no team."""
+    ClusterQueue that lists no team (cluster_queues)."""
     pools = [*pools, ANY_FLAVOR]
     nodes: list[QuotaNode] = []
     cohort_index: dict[str, int] = {}
@@ -231,7 +230,25 @@ def build_kueue(
         )
         nodes.append(node)
     tree = QuotaTree(nodes, len(pools))
-    queue_index = {queue.name: q for q, queue in enumerate(queues)}
+    kueue = Kueue(
+        tree,
+        policies,
+        request_milli.tolist(),
+        priority.tolist(),
+        fair_sharing=settings.fairSharing.enable,
+        strategies=tuple(settings.fairSharing.preemptionStrategies),
+        flavors_of_job=flavors_of_job,
+        placement=placement,
+    )
+    return kueue, [queue.name for queue in queues]
+
+
+def cluster_queues(jobs: JobTable, settings: KueueSettings) -> Int32:
+    """Each job's ClusterQueue (its index in ``clusterQueues``, 0 for the implicit ``default`` when
+    there are none), UNMANAGED for a listed job Kueue leaves alone: the one its LocalQueue
+    (``kueue.x-k8s.io/queue-name``) points to, else its namespace's ``default`` LocalQueue's, which a
+    ClusterQueue's ``teams`` stand for (or one without teams, for every other namespace)."""
+    queue_index = {name: q for q, name in enumerate(settings.cluster_queue_names())}
     local_queue = jobs.text("local_queue")
     # a job's LocalQueue: the one it names, else its namespace's "default" (Kueue's default LocalQueue)
     pairs, pair_codes = np.unique(np.stack([jobs.team.codes, local_queue.codes]), axis=1, return_inverse=True)
@@ -255,20 +272,7 @@ def build_kueue(
                 field="models.kubernetes.kueue.clusterQueues",
             )
         pair_queue.append(queue_index[name])
-    queue_of_job = (
-        np.array(pair_queue, np.int32)[pair_codes.reshape(-1)] if len(jobs) else np.zeros(0, np.int32)
-    )
-    kueue = Kueue(
-        tree,
-        policies,
-        request_milli.tolist(),
-        priority.tolist(),
-        fair_sharing=settings.fairSharing.enable,
-        strategies=tuple(settings.fairSharing.preemptionStrategies),
-        flavors_of_job=flavors_of_job,
-        placement=placement,
-    )
-    return kueue, queue_of_job, [queue.name for queue in queues]
+    return np.array(pair_queue, np.int32)[pair_codes.reshape(-1)] if len(jobs) else np.zeros(0, np.int32)
 
 
 # Why a job can never run, in the schedulers' own words (jobs.parquet "reason"):
@@ -450,35 +454,57 @@ def topology_requests(jobs: JobTable) -> list[tuple[TasMode, str | None] | None]
 
 
 def tolerated_pools(
-    jobs: JobTable, settings: KubernetesSettings, pools: list[NodePoolSpec]
-) -> list[tuple[int, ...]] | None:
+    jobs: JobTable, settings: KubernetesSettings, pools: list[NodePoolSpec], managed: list[bool]
+) -> tuple[list[tuple[int, ...]] | None, dict[int, tuple[int, ...]]]:
     """Per job, the pools whose NoSchedule and NoExecute taints its pods tolerate (kube-scheduler's
     TaintToleration filter; PreferNoSchedule only scores and is not modelled), as PodRequest.pools:
-    () for all of them, (NO_POOL,) for none. With extendedResourceToleration (kube-apiserver's
-    ExtendedResourceToleration admission plugin) a pod asking nvidia.com/gpu tolerates the taints
-    of that key. None when no pool is tainted."""
+    () for all of them, (NO_POOL,) for none; None when no pool is tainted. With
+    extendedResourceToleration (kube-apiserver's ExtendedResourceToleration admission plugin) a pod
+    asking nvidia.com/gpu tolerates the taints of that key.
+
+    A job Kueue manages (``managed``) tolerates a pool's taints also with the pool's flavor's
+    tolerations (``flavorTolerations``): Kueue counts them when it matches the flavor's nodeTaints
+    (``flavorassigner.go``: ``checkFlavorForPodSets``) and adds them to the pods it admits to the
+    flavor (``pkg/podset/podset.go``: ``FromAssignment``). The second value maps such a job, where
+    that widens its pools, to the pools of its pods' own tolerations: those of default-flavor, which
+    has no tolerations."""
     taints_of = {pool.pool: pool.taints for pool in settings.nodePools if pool.taints}
     taints = [[t for t in taints_of.get(spec.name, []) if t.effect != "PreferNoSchedule"] for spec in pools]
     if not any(taints):
-        return None
+        return None, {}
+    flavor_tolerations_of = {pool.pool: pool.flavorTolerations for pool in settings.nodePools}
+    flavor_tolerations = [flavor_tolerations_of.get(spec.name, []) for spec in pools]
     column = jobs.text("tolerations")
     gpu_toleration = Toleration(key=GPU_RESOURCE, operator="Exists")
-    cache: dict[tuple[int, bool], tuple[int, ...]] = {}
+
+    def tolerated(tolerations: list[Toleration], with_flavor: bool) -> tuple[int, ...]:
+        ok = tuple(
+            i
+            for i, pool_taints in enumerate(taints)
+            if all(
+                _tolerated(t, [*tolerations, *(flavor_tolerations[i] if with_flavor else [])])
+                for t in pool_taints
+            )
+        )
+        return () if len(ok) == len(pools) else ok or (NO_POOL,)
+
+    cache: dict[tuple[int, bool, bool], tuple[tuple[int, ...], tuple[int, ...]]] = {}
     result = []
-    for code, gpus in zip(column.codes.tolist(), jobs.gpus_per_node.tolist(), strict=True):
-        key = (code, gpus > 0 and settings.extendedResourceToleration)
+    own_pools: dict[int, tuple[int, ...]] = {}
+    rows = zip(column.codes.tolist(), jobs.gpus_per_node.tolist(), managed, strict=True)
+    for j, (code, gpus, by_kueue) in enumerate(rows):
+        key = (code, gpus > 0 and settings.extendedResourceToleration, by_kueue and any(flavor_tolerations))
         if key not in cache:
             tolerations = parse_tolerations(column.labels[code])
             if key[1]:
                 tolerations.append(gpu_toleration)
-            ok = tuple(
-                i
-                for i, pool_taints in enumerate(taints)
-                if all(_tolerated(t, tolerations) for t in pool_taints)
-            )
-            cache[key] = () if len(ok) == len(pools) else ok or (NO_POOL,)
-        result.append(cache[key])
-    return result
+            own = tolerated(tolerations, False)
+            cache[key] = (tolerated(tolerations, True) if key[2] else own), own
+        pods_pools, own = cache[key]
+        result.append(pods_pools)
+        if own != pods_pools:
+            own_pools[j] = own
+    return result, own_pools
 
 
 def _tolerated(taint: Taint, tolerations: list[Toleration]) -> bool:
