@@ -15,7 +15,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from builders import simulate_into
+from builders import gpuplan, simulate_into
 
 SCENARIO = """\
 name: taints
@@ -180,3 +180,74 @@ def test_default_flavor_gives_no_tolerations(tmp_path: Path) -> None:
     rows = {r["name"]: r for r in pq.read_table(tmp_path / "out" / "jobs.parquet").to_pylist()}
     assert rows["team-a/first"]["node_list"] == "a10-0"
     assert {rows[f"team-a/{name}"]["node_list"] for name in ("second", "third")} == {"h100-0"}
+
+
+# kube-apiserver's DefaultTolerationSeconds admission plugin gives every pod these two (Kubernetes
+# "Taints and Tolerations", "Taint based Evictions"): `kubectl get pod -o yaml` shows them
+DEFAULT_TOLERATIONS = (
+    "[{key: node.kubernetes.io/not-ready, operator: Exists, effect: NoExecute, tolerationSeconds: 300},"
+    " {key: node.kubernetes.io/unreachable, operator: Exists, effect: NoExecute, tolerationSeconds: 300}]"
+)
+DEDICATED = "      - {pool: a10, taints: [{key: dedicated, value: batch, effect: NoExecute}]}"
+
+
+def test_tolerations_seconds_no_pool_taint_makes_count_change_nothing(tmp_path: Path) -> None:
+    # no node here is ever not-ready or unreachable: the tolerations never evict, and are read
+    (tmp_path / "plain").mkdir()
+    (tmp_path / "defaults").mkdir()
+    plain = pools_of(tmp_path / "plain", job("first") + job("second", created=1))
+    defaults = pools_of(tmp_path / "defaults", job("first", DEFAULT_TOLERATIONS) + job("second", created=1))
+    assert defaults == plain
+
+
+def refusal(tmp_path: Path, jobs: str, more: str) -> tuple[int, str]:
+    (tmp_path / "jobs.yaml").write_text(jobs)
+    text = SCENARIO.format(ert="false", more=more, kueue="      enable: false")
+    (tmp_path / "scenario.yaml").write_text(text)
+    code, _, err = gpuplan("simulate", str(tmp_path / "scenario.yaml"), "--model", "kubernetes")
+    return code, err
+
+
+def test_a_toleration_seconds_that_would_evict_is_refused_at_its_line(tmp_path: Path) -> None:
+    # the taint-eviction controller would evict the pods from a10 an hour after they are bound there
+    timed = "[{key: dedicated, operator: Exists, effect: NoExecute, tolerationSeconds: 3600}]"
+    code, err = refusal(tmp_path, job("timed", timed), DEDICATED)
+    assert code == 2
+    assert "jobs.yaml:10: tolerations: team-a/timed" in err
+    assert "dedicated=batch:NoExecute for 3600 s" in err
+    assert "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    "tolerations",
+    [
+        # the first toleration that tolerates the taint counts (GetMatchingTolerations): forever
+        "[{key: dedicated, operator: Exists}, {key: dedicated, operator: Exists, tolerationSeconds: 60}]",
+        # a toleration of another taint's key does not make this one's eviction timed
+        "[{key: dedicated, operator: Exists}, {key: other, operator: Exists, tolerationSeconds: 60}]",
+    ],
+)
+def test_a_toleration_seconds_the_first_matching_toleration_does_not_give_is_read(
+    tmp_path: Path, tolerations: str
+) -> None:
+    placed = pools_of(
+        tmp_path, job("first") + job("second") + job("third", tolerations, created=1), more=DEDICATED
+    )
+    assert placed["third"][0] == "a10-0"
+
+
+def test_a_toleration_seconds_for_a_pool_the_job_may_not_use_is_read(tmp_path: Path) -> None:
+    timed = "[{key: dedicated, operator: Exists, tolerationSeconds: 60}]"
+    pinned = job("pinned", timed).replace(
+        "    spec:\n      tolerations",
+        "    spec:\n      nodeSelector: {gpuplan.io/pool: h100}\n      tolerations",
+    )
+    placed = pools_of(tmp_path, pinned, ert=True, more=DEDICATED)
+    assert placed["pinned"][0] == "h100-0"
+
+
+def test_a_flavors_tolerations_give_no_toleration_seconds(tmp_path: Path) -> None:
+    more = spot(", flavorTolerations: [{key: spot-taint, operator: Exists, tolerationSeconds: 60}]")
+    code, err = refusal(tmp_path, job("any"), more)
+    assert code == 2
+    assert "nodePools[1]: tolerationSeconds in a flavor's tolerations" in err

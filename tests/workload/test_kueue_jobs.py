@@ -290,11 +290,11 @@ def test_the_csv_form_gives_the_jobs_the_manifests_give(tmp_path: Path) -> None:
         (
             SAMPLE_JOB.replace(
                 "      restartPolicy",
-                "      tolerations: [{key: a, tolerationSeconds: 30}]\n      restartPolicy",
+                "      tolerations: [{key: a, tolerationSeconds: 30s}]\n      restartPolicy",
             ),
             22,
             "spec.template.spec.tolerations[0].tolerationSeconds",
-            "not modelled",
+            "expected whole seconds",
         ),
         (
             SAMPLE_JOB.replace(

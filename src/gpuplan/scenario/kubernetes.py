@@ -369,25 +369,77 @@ class Taint(Section):
 
 
 class Toleration(Section):
-    """A pod's toleration (core/v1 Toleration; tolerationSeconds is not modelled)."""
+    """A pod's toleration (core/v1 Toleration). ``tolerationSeconds`` is how long a pod that a
+    NoExecute taint would evict stays bound to the node (the taint-eviction controller); kube-
+    scheduler's filter does not look at it."""
 
     key: str = ""
     operator: Literal["Equal", "Exists"] = "Equal"
     value: str = ""
     effect: TaintEffect | Literal[""] = ""
+    tolerationSeconds: int | None = Field(
+        None, ge=-(2**63), le=2**63 - 1, description="NoExecute: seconds bound before eviction (int64)"
+    )
+
+    def tolerates(self, taint: Taint) -> bool:
+        """core/v1 ``Toleration.ToleratesTaint``: the effect matches (or the toleration gives none),
+        the key matches (or the toleration gives none, with Exists), and Exists, or Equal with the
+        value."""
+        if self.effect and self.effect != taint.effect:
+            return False
+        if self.key and self.key != taint.key:
+            return False
+        return self.operator == "Exists" or self.value == taint.value
+
+
+def tolerates_all(tolerations: list[Toleration], taints: list[Taint]) -> bool:
+    """Whether each NoSchedule and NoExecute taint is tolerated (PreferNoSchedule only scores)."""
+    return all(
+        any(t.tolerates(taint) for t in tolerations) for taint in taints if taint.effect != "PreferNoSchedule"
+    )
+
+
+def timed_eviction(tolerations: list[Toleration], taints: list[Taint]) -> tuple[Taint, int] | None:
+    """The NoExecute taint whose toleration gives a ``tolerationSeconds``, with the soonest such
+    seconds: the taint-eviction controller evicts a pod that long after it is bound to a node with
+    those taints (``pkg/controller/tainteviction/taint_eviction.go``: ``processPodOnNode``,
+    ``getMinTolerationTime``). Each taint counts the first toleration that tolerates it
+    (``pkg/apis/core/v1/helper/helpers.go``: ``GetMatchingTolerations``). None: never evicted."""
+    soonest: tuple[Taint, int] | None = None
+    for taint in taints:
+        if taint.effect != "NoExecute":
+            continue
+        used = next((t for t in tolerations if t.tolerates(taint)), None)
+        if used is not None and used.tolerationSeconds is not None:
+            seconds = max(used.tolerationSeconds, 0)  # zero and below: evicted at once
+            if soonest is None or seconds < soonest[1]:
+                soonest = (taint, seconds)
+    return soonest
 
 
 def format_tolerations(tolerations: list[Toleration]) -> str:
     """Tolerations as one text (a job table's ``tolerations`` column), read back by parse_tolerations."""
-    return ";".join(f"{t.key}|{t.operator}|{t.value}|{t.effect}" for t in tolerations)
+    return ";".join(
+        f"{t.key}|{t.operator}|{t.value}|{t.effect}|{'' if seconds is None else seconds}"
+        for t in tolerations
+        for seconds in [t.tolerationSeconds]
+    )
 
 
 def parse_tolerations(text: str) -> list[Toleration]:
     result = []
     for part in filter(None, text.split(";")):
-        key, operator, value, effect = part.split("|")
+        key, operator, value, effect, seconds = part.split("|")
         result.append(
-            Toleration.model_validate({"key": key, "operator": operator, "value": value, "effect": effect})
+            Toleration.model_validate(
+                {
+                    "key": key,
+                    "operator": operator,
+                    "value": value,
+                    "effect": effect,
+                    "tolerationSeconds": int(seconds) if seconds else None,
+                }
+            )
         )
     return result
 
@@ -469,6 +521,12 @@ class NodePool(Section):
     def _bounds(self) -> NodePool:
         if self.minNodes is not None and self.maxNodes is not None and self.minNodes > self.maxNodes:
             raise PydanticCustomError("bounds", "minNodes is above maxNodes", {})
+        if any(t.tolerationSeconds is not None for t in self.flavorTolerations):
+            raise PydanticCustomError(
+                "toleration",
+                "tolerationSeconds in a flavor's tolerations is not modelled (a timed eviction)",
+                {},
+            )
         return self
 
 

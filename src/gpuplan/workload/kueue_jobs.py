@@ -28,7 +28,10 @@ What Kubernetes manifests do not say, gpuplan annotations say (on the job's ``me
 Kueue's examples do: ``command: [sleep]``, ``args: [100s]``, or ``sh -c "sleep 60"``) runs N.
 
 What changes scheduling but is not modelled yet is refused with the file, line and field, never
-dropped: affinity, tolerationSeconds, topology spread, other node selectors than a pool's, pod-set groups
+dropped: affinity, a tolerationSeconds that would evict pods from a pool they may use (read_checked_list;
+one no pool's NoExecute taint makes count, such as the node.kubernetes.io/not-ready and unreachable
+tolerations of kube-apiserver's DefaultTolerationSeconds, is read), topology spread, other node
+selectors than a pool's, pod-set groups
 and slices of Topology Aware Scheduling, partial admission, and pod sets of one workload asking
 different requests. The TAS requests (``kueue.x-k8s.io/podset-required-topology``,
 ``-preferred-topology``, ``-unconstrained-topology``) are read.
@@ -51,7 +54,14 @@ from pydantic import ValidationError
 from pydantic_core import PydanticCustomError
 
 from gpuplan.errors import InputError
-from gpuplan.scenario.kubernetes import DEFAULT_LOCAL_QUEUE, Toleration, format_tolerations
+from gpuplan.scenario.kubernetes import (
+    DEFAULT_LOCAL_QUEUE,
+    Toleration,
+    format_tolerations,
+    parse_tolerations,
+    timed_eviction,
+    tolerates_all,
+)
 from gpuplan.scenario.source import Loc, Located, load_yaml_documents
 from gpuplan.scenario.units import parse_duration
 from gpuplan.workload.csvcolumns import Column, read_csv_columns
@@ -67,6 +77,7 @@ from gpuplan.workload.jobtable import (
 from gpuplan.workload.k8s_pods import PodRequests
 
 if TYPE_CHECKING:
+    from gpuplan.scenario.kubernetes import KubernetesSettings
     from gpuplan.scenario.load import LoadedScenario
     from gpuplan.scenario.model import JobListWorkload
 
@@ -78,6 +89,7 @@ POOL_SELECTOR = "gpuplan.io/pool"  # a node selector naming a scenario pool
 SHAPE_SELECTOR = "node.kubernetes.io/instance-type"  # OKE's label: the node's OCI shape
 GPU = "nvidia.com/gpu"
 IGNORED_RESOURCES = ("ephemeral-storage",)
+TOLERATIONS = "tolerations"  # the field of a check on the pod sets' tolerations (a CSV's column)
 # Topology Aware Scheduling requests on a pod template (constants.PodSetRequiredTopologyAnnotation...)
 REQUIRED_TOPOLOGY = "kueue.x-k8s.io/podset-required-topology"
 PREFERRED_TOPOLOGY = "kueue.x-k8s.io/podset-preferred-topology"
@@ -386,17 +398,19 @@ def _pod_set(doc: _Document, name: str, count: int, at: Loc, template: Any, sele
 
 
 def _tolerations(doc: _Document, pod: dict[str, Any], at: Loc) -> str:
-    """The pod's tolerations as one text; tolerationSeconds (a NoExecute eviction's delay) is
-    refused, as it is not modelled."""
+    """The pod's tolerations as one text (read_checked_list refuses a tolerationSeconds that would
+    evict the pods from a pool they may use, as that is not modelled)."""
     tolerations = []
     for index, item in enumerate(doc.get(pod, at, list, [])):
         where = (*at, index)
         if not isinstance(item, dict):
             raise doc.error(where, f"expected a toleration (a mapping), got {item!r}")
-        if "tolerationSeconds" in item:
-            raise doc.error((*where, "tolerationSeconds"), "tolerationSeconds is not modelled")
+        seconds = item.get("tolerationSeconds")
+        if seconds is not None and (not isinstance(seconds, int) or isinstance(seconds, bool)):
+            raise doc.error((*where, "tolerationSeconds"), f"expected whole seconds, got {seconds!r}")
+        fields = {k: v if k == "tolerationSeconds" else str(v) for k, v in item.items()}
         try:
-            tolerations.append(Toleration.model_validate({k: str(v) for k, v in item.items()}))
+            tolerations.append(Toleration.model_validate(fields))
         except ValidationError as exc:
             first = exc.errors()[0]
             field = ".".join(str(part) for part in first["loc"])
@@ -531,6 +545,7 @@ def _manifest_job(doc: _Document, order: int, selectors: Selectors) -> ListedJob
             )
     queue = labels.get(QUEUE_LABEL) or annotations.get(QUEUE_LABEL) or ""
     where = {
+        TOLERATIONS: (*raw_sets[0][2], "spec", "tolerations"),
         "metadata.namespace": ("metadata", "namespace"),
         "metadata.creationTimestamp": ("metadata", "creationTimestamp"),
         f"metadata.labels.{QUEUE_LABEL}": ("metadata", "labels", QUEUE_LABEL),
@@ -860,6 +875,9 @@ def read_checked_list(loaded: LoadedScenario, workload: JobListWorkload) -> list
                 f"{', '.join(sorted(levels)) or 'none'})"
             )
             raise refuse(job, "spec.template.metadata.annotations", message)
+        evicted = _timed_eviction(job, kubernetes, [pool.name for pool in loaded.pools])
+        if evicted:
+            raise refuse(job, TOLERATIONS, evicted)
         if job.priority_class and job.priority_class not in classes:
             message = (
                 f"no PriorityClass {job.priority_class!r} (models.kubernetes.priorities.classes: "
@@ -867,3 +885,38 @@ def read_checked_list(loaded: LoadedScenario, workload: JobListWorkload) -> list
             )
             raise refuse(job, "spec.template.spec.priorityClassName", message)
     return listed
+
+
+def _timed_eviction(job: ListedJob, kubernetes: KubernetesSettings, pools: list[str]) -> str:
+    """Why the job's pods would be evicted from a pool they may use by a NoExecute taint they
+    tolerate for tolerationSeconds ("" if not): the taint-eviction controller's timed eviction is
+    not modelled. Its pods may use a pool its node selector allows whose taints they tolerate, with
+    the flavor's tolerations when Kueue manages the job (those come after the pod's own, and give
+    no tolerationSeconds), and with ExtendedResourceToleration's."""
+    own = parse_tolerations(job.pod_set.tolerations)
+    if all(t.tolerationSeconds is None for t in own):
+        return ""
+    kueue = kubernetes.kueue
+    local_queue = job.queue_name or DEFAULT_LOCAL_QUEUE
+    managed = kueue.enable and kueue.cluster_queue_of(job.namespace, local_queue) is not None
+    added = (
+        [Toleration(key=GPU, operator="Exists")]
+        if kubernetes.extendedResourceToleration and job.pod_set.gpus
+        else []
+    )
+    for node_pool in kubernetes.nodePools:
+        if job.pod_set.pool not in ("", node_pool.pool) or node_pool.pool not in pools:
+            continue
+        flavor = node_pool.flavorTolerations if managed else []
+        if not tolerates_all([*own, *flavor, *added], node_pool.taints):
+            continue
+        found = timed_eviction([*own, *flavor, *added], node_pool.taints)
+        if found is not None:
+            taint, seconds = found
+            value = f"={taint.value}" if taint.value else ""
+            return (
+                f"its pods tolerate pool {node_pool.pool!r}'s taint {taint.key}{value}:NoExecute for "
+                f"{seconds} s (tolerationSeconds), after which the taint-eviction controller would evict "
+                "them, which is not modelled: drop tolerationSeconds, or keep the job off that pool"
+            )
+    return ""

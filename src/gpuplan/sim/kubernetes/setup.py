@@ -13,9 +13,9 @@ from gpuplan.scenario.kubernetes import (
     HOSTNAME,
     FlavorQuota,
     KubernetesSettings,
-    Taint,
     Toleration,
     parse_tolerations,
+    tolerates_all,
 )
 from gpuplan.scenario.kubernetes import Kueue as KueueSettings
 from gpuplan.sim.kubernetes.cluster import MILLI, UNKNOWN, NodePoolSpec
@@ -469,8 +469,8 @@ def tolerated_pools(
     that widens its pools, to the pools of its pods' own tolerations: those of default-flavor, which
     has no tolerations."""
     taints_of = {pool.pool: pool.taints for pool in settings.nodePools if pool.taints}
-    taints = [[t for t in taints_of.get(spec.name, []) if t.effect != "PreferNoSchedule"] for spec in pools]
-    if not any(taints):
+    taints = [taints_of.get(spec.name, []) for spec in pools]
+    if not any(t.effect != "PreferNoSchedule" for pool_taints in taints for t in pool_taints):
         return None, {}
     flavor_tolerations_of = {pool.pool: pool.flavorTolerations for pool in settings.nodePools}
     flavor_tolerations = [flavor_tolerations_of.get(spec.name, []) for spec in pools]
@@ -481,10 +481,7 @@ def tolerated_pools(
         ok = tuple(
             i
             for i, pool_taints in enumerate(taints)
-            if all(
-                _tolerated(t, [*tolerations, *(flavor_tolerations[i] if with_flavor else [])])
-                for t in pool_taints
-            )
+            if tolerates_all([*tolerations, *(flavor_tolerations[i] if with_flavor else [])], pool_taints)
         )
         return () if len(ok) == len(pools) else ok or (NO_POOL,)
 
@@ -505,16 +502,3 @@ def tolerated_pools(
         if own != pods_pools:
             own_pools[j] = own
     return result, own_pools
-
-
-def _tolerated(taint: Taint, tolerations: list[Toleration]) -> bool:
-    """Kubernetes' Toleration.ToleratesTaint: the effect matches (or the toleration gives none), the
-    key matches (or the toleration gives none, with Exists), and Exists, or Equal with the value."""
-    for toleration in tolerations:
-        if toleration.effect and toleration.effect != taint.effect:
-            continue
-        if toleration.key and toleration.key != taint.key:
-            continue
-        if toleration.operator == "Exists" or toleration.value == taint.value:
-            return True
-    return False
