@@ -64,20 +64,29 @@ def work_not_done_warning(loaded: Input, run: ModelRun, summary: dict[str, Any])
     return sentence
 
 
-def unchecked_requests_warnings(model: str, summary: dict[str, Any]) -> list[str]:
-    """The Kubernetes model (alone or as hybrid's side) on nodes whose CPU or memory is unknown: the
-    pods' requests of those resources were not checked (``settings.node_resources`` says per pool)."""
+def kubernetes_warnings(model: str, summary: dict[str, Any]) -> list[str]:
+    """What the Kubernetes model (alone or as hybrid's side) did not model exactly: requests of CPU
+    or memory on nodes whose figure is unknown were not checked (``settings.node_resources`` says
+    per pool), and workloads of several pod sets got one flavor for all their pods."""
     figures = summary.get("kubernetes", {})
     if model == "hybrid":  # the sides' own figures are under their names
         figures = figures.get("kubernetes", {})
-    jobs = figures.get("requests_not_checked_jobs", 0)
-    if not jobs:
-        return []
-    return [
-        f"{model}: the nodes' CPU or memory is unknown (no node list, shape, cpus_per_node or "
-        f"memory_gb): the CPU and memory requests of {jobs:,} job(s) were not checked against "
-        "nodes; give --node-list, or the pools' shape or cpus_per_node and memory_gb"
-    ]
+    warnings = []
+    unchecked = figures.get("requests_not_checked_jobs", 0)
+    if unchecked:
+        warnings.append(
+            f"{model}: the nodes' CPU or memory is unknown (no node list, shape, cpus_per_node or "
+            f"memory_gb): the CPU and memory requests of {unchecked:,} job(s) were not checked against "
+            "nodes; give --node-list, or the pools' shape or cpus_per_node and memory_gb"
+        )
+    merged = figures.get("merged_pod_sets_jobs", 0)
+    if merged:
+        warnings.append(
+            f"{model}: {merged:,} workload(s) of several pod sets may use more than one flavor (or a "
+            "Topology): Kueue gives each pod set its own, the model one for all their pods, so their "
+            "admission may differ; give their ClusterQueue one flavor to make it exact"
+        )
+    return warnings
 
 
 def simulate(request: SimulateRequest) -> SimulateResult:
@@ -105,5 +114,5 @@ def simulate(request: SimulateRequest) -> SimulateResult:
     warnings = list(loaded.warnings)
     if (undone := work_not_done_warning(loaded, run, model_summary)) is not None:
         warnings.append(undone)
-    warnings += unchecked_requests_warnings(run.model, model_summary)
+    warnings += kubernetes_warnings(run.model, model_summary)
     return SimulateResult(summary=summary, files=files, warnings=warnings)

@@ -6,7 +6,9 @@ nvidia.com/gpu tolerate the taints of that key). A flavor whose nodes' taints a 
 tolerate does not match (Kueue's checkFlavorForPodSets: NoMatchingFlavor), unless the flavor's own
 tolerations do: Kueue's ResourceFlavor page, "ResourceFlavor tolerations for automatic scheduling"
 and "ResourceFlavor taints for user-selective scheduling" (Kueue adds them to the pods it admits
-to the flavor, pkg/podset/podset.go FromAssignment)."""
+to the flavor, pkg/podset/podset.go FromAssignment). Also: a workload of several pod sets that may
+use several flavors is warned of, as Kueue gives each pod set its own (flavorassigner.go
+assignFlavors) and the model one for all."""
 
 from __future__ import annotations
 
@@ -251,3 +253,31 @@ def test_a_flavors_tolerations_give_no_toleration_seconds(tmp_path: Path) -> Non
     code, err = refusal(tmp_path, job("any"), more)
     assert code == 2
     assert "nodePools[1]: tolerationSeconds in a flavor's tolerations" in err
+
+
+@pytest.mark.parametrize(
+    ("flavors", "warned"),
+    [
+        ("[{name: h100, nominalQuota: 16}, {name: a10, nominalQuota: 8}]", True),
+        ("[{name: h100, nominalQuota: 16}]", False),  # one flavor: all pod sets get it, as modelled
+    ],
+)
+def test_a_workload_of_pod_sets_that_may_get_several_flavors_is_warned_of(
+    tmp_path: Path, flavors: str, warned: bool
+) -> None:
+    # rows with one namespace and name are the pod sets of one workload (a master and workers)
+    csv = (
+        "name,namespace,runtime,pods,gpus,tolerations\n"
+        "train,team-a,600,1,4,nvidia.com/gpu:NoSchedule\n"
+        "train,team-a,600,1,4,nvidia.com/gpu:NoSchedule\n"
+        "single,team-a,600,3,4,nvidia.com/gpu:NoSchedule\n"
+    )
+    (tmp_path / "jobs.csv").write_text(csv)
+    kueue = f"      clusterQueues:\n        - {{name: q, flavors: {flavors}}}"
+    text = SCENARIO.format(ert="false", more="", kueue=kueue).replace("jobs.yaml", "jobs.csv")
+    (tmp_path / "scenario.yaml").write_text(text)
+    code, _, err = gpuplan(
+        "simulate", str(tmp_path / "scenario.yaml"), "--model", "kubernetes", "--out", str(tmp_path / "o")
+    )
+    assert code == 0, err
+    assert ("1 workload(s) of several pod sets may use more than one flavor" in err) == warned

@@ -166,6 +166,7 @@ class JobTable:
     # its Topology Aware Scheduling request: "required=<node label>", "preferred=<...>", "unconstrained"
     topology_request: Labels | None = None
     tolerations: Labels | None = None  # its pods' tolerations (scenario.kubernetes.format_tolerations)
+    pod_sets: Int32 | None = None  # its pod sets (a Kueue Workload's podSets), merged alike (1: one)
 
     def column(self, name: str) -> Labels | npt.NDArray[Any]:
         """A column, with optional columns filled with their defaults ("", NaN, False) when absent."""
@@ -178,6 +179,8 @@ class JobTable:
             return np.zeros(len(self), dtype=bool)
         if name == "cpus_per_task":
             return np.zeros(len(self), dtype=np.int32)
+        if name == "pod_sets":
+            return np.ones(len(self), dtype=np.int32)
         return np.full(len(self), np.nan)
 
     def text(self, name: str) -> Labels:

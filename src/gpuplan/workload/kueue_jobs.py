@@ -170,6 +170,7 @@ class ListedJob:
     runtime_s: float
     deadline_s: float | None  # spec.activeDeadlineSeconds
     pod_set: PodSet  # the pod sets, merged (they ask the same requests)
+    pod_sets: int  # how many they are
     line: int
     # lines of the fields a check against the scenario may name (a manifest's; a CSV row has one)
     field_lines: dict[str, int] = field(default_factory=dict, compare=False)
@@ -562,6 +563,7 @@ def _manifest_job(doc: _Document, order: int, selectors: Selectors) -> ListedJob
         runtime_s=runtime,
         deadline_s=deadline,
         pod_set=replace(first, name="+".join(s.name for s in sets), count=pods),
+        pod_sets=len(sets),
         line=doc.line(),
         field_lines={key: doc.line(loc) for key, loc in where.items()},
     )
@@ -678,6 +680,7 @@ def read_job_csv(path: Path, selectors: Selectors) -> list[ListedJob]:
             runtime_s=runtime[row],
             deadline_s=None,
             pod_set=pod_set,
+            pod_sets=1,
             line=int(line),
         )
         key = (job.namespace, job.name)
@@ -694,7 +697,9 @@ def read_job_csv(path: Path, selectors: Selectors) -> list[ListedJob]:
                 field="name",
             )
         jobs[key] = replace(
-            earlier, pod_set=replace(earlier.pod_set, count=earlier.pod_set.count + pod_set.count)
+            earlier,
+            pod_set=replace(earlier.pod_set, count=earlier.pod_set.count + pod_set.count),
+            pod_sets=earlier.pod_sets + 1,
         )
     return list(jobs.values())
 
@@ -736,8 +741,8 @@ def _csv_tolerations(path: Path, line: int, cell: str) -> str:
 
 
 def _alike(job: ListedJob) -> ListedJob:
-    """What pod sets of one workload must agree on: all but their name, count and line."""
-    return replace(job, pod_set=job.pod_set.shape(), line=0)
+    """What pod sets of one workload must agree on: all but their name, counts and line."""
+    return replace(job, pod_set=job.pod_set.shape(), pod_sets=0, line=0)
 
 
 def _check_unique(path: Path, jobs: list[ListedJob]) -> None:
@@ -817,6 +822,7 @@ def listed_table(
         priority_class=labels([j.priority_class for j in jobs]),
         topology_request=labels([j.pod_set.topology for j in jobs]),
         tolerations=labels([j.pod_set.tolerations for j in jobs]),
+        pod_sets=np.array([j.pod_sets for j in jobs], np.int32),
     )
     requests = PodRequests(
         cpu_milli=np.array([j.pod_set.cpu_milli for j in jobs], np.int64),

@@ -285,6 +285,7 @@ class KubernetesRun:
             if self.kueue is not None and settings.kueue.changes
             else None,
         )
+        self.merged_pod_sets = self._merged_pod_sets(np.asarray(jobs.column("pod_sets"), np.int32), flavors)
         self.cohort_queues = (
             [
                 q
@@ -324,6 +325,24 @@ class KubernetesRun:
         heapq.heappush(self.events, (when, kind, self.seq, a, b))
         if kind not in PERIODIC:
             self.batch_events += 1
+
+    def _merged_pod_sets(self, pod_sets: Int32, flavors: list[tuple[int, ...]]) -> int:
+        """Workloads of several pod sets (merged into one, as they ask alike) where Kueue could give
+        each pod set a flavor, or a topology domain, of its own: it assigns them pod set by pod set
+        (flavorassigner.go: assignFlavors, each pod set's quota counting the ones before), while the
+        model gives all the workload's pods one. Counted for a warning; exact with one flavor."""
+        if self.kueue is None:
+            return 0
+        count = 0
+        for j in np.flatnonzero(pod_sets > 1).tolist():
+            q = self.job_queue[j]
+            if q < 0 or self.refusal[j]:
+                continue
+            usable = [f for f in self.kueue.queues[q].policy.flavors if f in flavors[j]]
+            by_topology = any(f < len(self.topologies) and self.topologies[f] is not None for f in usable)
+            if len(usable) > 1 or by_topology:
+                count += 1
+        return count
 
     def _tas_flavors(self, j: int, flavors: tuple[int, ...]) -> tuple[int, ...]:
         """Of ``flavors``, those job ``j`` may use in its ClusterQueue (tas.tas_flavors)."""
@@ -1193,6 +1212,7 @@ class KubernetesRun:
             },
             # jobs whose CPU or memory requests were not checked against nodes of unknown capacity
             "requests_not_checked_jobs": self._requests_not_checked(),
+            "merged_pod_sets_jobs": self.merged_pod_sets,
             "node_pools": {
                 spec.name: {
                     "node_hours": self.node_s_up[i] / 3600.0,
