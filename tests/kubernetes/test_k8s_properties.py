@@ -1,11 +1,13 @@
-"""Properties of the Kubernetes model on random workloads, checked after every scheduling instant:
-no node is over-committed (GPU, GPU share, CPU, memory) and the placed pods account for exactly what
-the nodes have given out; no ClusterQueue uses more than its nominal quota plus its borrowingLimit,
+"""Properties of the Kubernetes model on random workloads (some with companion pod sets: pods
+asking no GPU and their own CPU and memory), checked after every scheduling instant: no node is
+over-committed (GPU, GPU share, CPU, memory) and the placed pods account for exactly what the nodes
+have given out; no ClusterQueue uses more than its nominal quota plus its borrowingLimit,
 no cohort hands out more than its members lend; every job that can run eventually completes when
 there is no gang to deadlock."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -17,7 +19,7 @@ from gpuplan.scenario.kubernetes import KubernetesSettings
 from gpuplan.sim.kubernetes.cluster import MILLI
 from gpuplan.sim.kubernetes.model import PLACING, RUNNING, KubernetesRun
 from gpuplan.sim.outcome import COMPLETED, REJECTED
-from gpuplan.workload.jobtable import JobTable
+from gpuplan.workload.jobtable import JobTable, Labels
 
 from builders import kubernetes_settings, node_pool, pods
 
@@ -39,15 +41,22 @@ class CheckedRun(KubernetesRun):
         assert (nodes.cpu_free >= 0).all() and (nodes.mem_free >= 0).all(), "CPU or memory over-committed"
         # what the pods hold is what the nodes gave out
         held = np.zeros(nodes.count, np.int64)
+        cpu, mem = np.zeros(nodes.count, np.int64), np.zeros(nodes.count, np.int64)
         state, placed = np.asarray(self.state), np.asarray(self.placed)
         for j in np.flatnonzero((state == PLACING) | (state == RUNNING)).tolist():
             first = int(self.first_pod[j])
-            for p in range(first, first + int(placed[j])):
-                held[self.pod_node[p]] += self.requests[j].gpu_milli_total
+            bound = self.bound.get(j, [self.requests[j]] * int(placed[j]))
+            assert len(bound) == placed[j]
+            for p, pod in zip(range(first, first + int(placed[j])), bound, strict=True):
+                held[self.pod_node[p]] += pod.gpu_milli_total
+                cpu[self.pod_node[p]] += pod.cpu
+                mem[self.pod_node[p]] += pod.mem
         for rid, replica in self.deployments.replicas.items():
             if replica.node >= 0:
                 held[replica.node] += self.deployments.request(rid).gpu_milli_total
         assert (held == nodes.gpus_used()).all(), "placements and node state disagree"
+        assert (cpu == nodes.cpu_alloc - nodes.cpu_free).all(), "CPU of placements and nodes disagree"
+        assert (mem == nodes.mem_alloc - nodes.mem_free).all(), "memory of placements and nodes disagree"
         assert (placed[state == RUNNING] == self.pods[state == RUNNING]).all()
         if self.kueue is not None:
             tree = self.kueue.tree
@@ -72,6 +81,8 @@ job_rows = st.lists(
         st.sampled_from(["a", "b", "c"]),  # team
         st.sampled_from([1000, 1000, 500, 250]),  # GPU share of 1-GPU pods
         st.sampled_from(["", "urgent"]),  # priority class
+        # companion pod sets (format_companions): none mostly, else a launcher or two small pods
+        st.sampled_from(["", "", "", "1x2000m/4096Mi", "2x500m/1024Mi;1x60000m/1024Mi"]),
     ),
     min_size=1,
     max_size=40,
@@ -109,9 +120,15 @@ def queues(draw: Any) -> list[dict[str, Any]]:
 def scenarios(draw: Any) -> tuple[JobTable, np.ndarray, KubernetesSettings, int]:
     rows = draw(job_rows)
     jobs = pods()
-    for submit, run, job_pods, gpus, team, _, qos in rows:
+    for submit, run, job_pods, gpus, team, _, qos, _ in rows:
         jobs.job(at=float(submit), run=float(run), pods=job_pods, gpus=gpus, team=team, qos=qos)
     milli = np.array([r[5] if r[3] == 1 else 1000 for r in rows], np.int32)
+    companions = [r[7] for r in rows]
+    labels = tuple(dict.fromkeys(companions))
+    table = replace(
+        jobs.table(),
+        companion_pods=Labels(np.array([labels.index(c) for c in companions], np.int32), labels),
+    )
     kueue: dict[str, Any] = {"enable": draw(st.booleans())}
     if kueue["enable"]:
         kueue["clusterQueues"] = queues(draw)
@@ -127,7 +144,7 @@ def scenarios(draw: Any) -> tuple[JobTable, np.ndarray, KubernetesSettings, int]
             "default": "batch",
         },
     }
-    return jobs.table(), milli, kubernetes_settings(**values), draw(st.integers(1, 4))
+    return table, milli, kubernetes_settings(**values), draw(st.integers(1, 4))
 
 
 @pytest.mark.pure_python  # CheckedRun subclasses KubernetesRun
@@ -147,7 +164,7 @@ def test_no_node_is_over_committed_and_quota_holds(
     gang = outcome.extra["kubernetes"]["gang"]
     if not config.kueue.enable and not gang["deadlocked"]:
         assert ((outcome.state == COMPLETED) | (outcome.state == REJECTED)).all()
-    single_pod = (outcome.jobs.nodes == 1).all()
+    single_pod = (run.pods == 1).all()  # no companions either
     if single_pod and not config.kueue.enable:
         assert not gang["deadlocked"]  # one-pod jobs cannot deadlock
     done = outcome.state == COMPLETED

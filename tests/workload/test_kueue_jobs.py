@@ -322,13 +322,27 @@ def test_what_a_manifest_cannot_say_is_refused_at_its_line(
     assert words in error.message
 
 
-def test_pod_sets_asking_different_requests_are_refused_not_merged(tmp_path: Path) -> None:
-    # Kueue's sample-jobset.yaml: the driver asks 2 CPUs, the workers 1
+def test_pod_sets_asking_no_gpu_and_other_requests_are_companions(tmp_path: Path) -> None:
+    # Kueue's sample MPIJob with the launcher asking 2 CPUs, the workers 1: the first pod set
+    # (none asks GPUs) is the job's, the other its companion, each pod asking its own
     text = SAMPLE_MPIJOB.replace(
         "cpu: 1\n                memory: 1Gi\n    Worker", "cpu: 2\n                memory: 1Gi\n    Worker"
     )
-    error = refusal(tmp_path, text)
-    assert (error.line, error.field) == (9, "spec") and "ask different requests" in error.message
+    (job,) = listed(tmp_path, text)
+    assert (job.pod_set.name, job.pod_set.count, job.pod_set.cpu_milli, job.pod_sets) == (
+        "Launcher",
+        1,
+        2000,
+        1,
+    )
+    assert [(c.name, c.count, c.cpu_milli, c.memory_mib) for c in job.companions] == [
+        ("Worker", 2, 1000, 1024)
+    ]
+    # a pod set asking GPUs is the job's: the launcher is then the companion
+    with_gpus = text.replace("cpu: 1\n", "cpu: 1\n                nvidia.com/gpu: 8\n")
+    (job,) = listed(tmp_path, with_gpus)
+    assert (job.pod_set.name, job.pod_set.count, job.pod_set.gpus) == ("Worker", 2, 8)
+    assert [(c.name, c.count, c.gpus) for c in job.companions] == [("Launcher", 1, 0)]
 
 
 @pytest.mark.parametrize(

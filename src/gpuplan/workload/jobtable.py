@@ -126,7 +126,24 @@ TEXT_COLUMNS = (
     "priority_class",
     "topology_request",
     "tolerations",
+    "companion_pods",
 )
+
+
+def format_companions(pod_sets: Sequence[tuple[int, int, int]]) -> str:
+    """Companion pod sets (pods, CPU millicores, memory MiB per pod) as one text, the job table's
+    ``companion_pods`` column; read back by parse_companions."""
+    return ";".join(f"{pods}x{cpu_milli}m/{memory_mib}Mi" for pods, cpu_milli, memory_mib in pod_sets)
+
+
+def parse_companions(text: str) -> list[tuple[int, int, int]]:
+    """The (pods, CPU millicores, memory MiB) of each companion pod set format_companions wrote."""
+    result = []
+    for part in filter(None, text.split(";")):
+        pods, _, rest = part.partition("x")
+        cpu, _, memory = rest.partition("m/")
+        result.append((int(pods), int(cpu), int(memory.removesuffix("Mi"))))
+    return result
 
 
 @dataclass(frozen=True)
@@ -166,7 +183,11 @@ class JobTable:
     # its Topology Aware Scheduling request: "required=<node label>", "preferred=<...>", "unconstrained"
     topology_request: Labels | None = None
     tolerations: Labels | None = None  # its pods' tolerations (scenario.kubernetes.format_tolerations)
-    pod_sets: Int32 | None = None  # its pod sets (a Kueue Workload's podSets), merged alike (1: one)
+    # its pod sets that ask GPUs (a Kueue Workload's podSets), merged as they ask alike (1: one)
+    pod_sets: Int32 | None = None
+    # its pods beyond ``nodes``: pod sets that ask no GPU and other CPU or memory (an MPIJob's
+    # launcher, a JobSet's driver, a RayJob's head), as format_companions writes them ("": none)
+    companion_pods: Labels | None = None
 
     def column(self, name: str) -> Labels | npt.NDArray[Any]:
         """A column, with optional columns filled with their defaults ("", NaN, False) when absent."""

@@ -32,9 +32,14 @@ dropped: affinity, a tolerationSeconds that would evict pods from a pool they ma
 one no pool's NoExecute taint makes count, such as the node.kubernetes.io/not-ready and unreachable
 tolerations of kube-apiserver's DefaultTolerationSeconds, is read), topology spread, other node
 selectors than a pool's, pod-set groups
-and slices of Topology Aware Scheduling, partial admission, and pod sets of one workload asking
-different requests. The TAS requests (``kueue.x-k8s.io/podset-required-topology``,
-``-preferred-topology``, ``-unconstrained-topology``) are read.
+and slices of Topology Aware Scheduling, partial admission, pod sets of one workload that ask GPUs
+but not alike, and pod sets of one workload with other node selectors, tolerations or topology
+requests. The TAS requests (``kueue.x-k8s.io/podset-required-topology``, ``-preferred-topology``,
+``-unconstrained-topology``) are read.
+
+A workload's pod sets that ask alike are merged into one (``ListedJob.pod_set``); pod sets that ask
+no GPU and other CPU or memory (an MPIJob's launcher, a JobSet's driver) are its companions, each
+pod asking its own (merge_pod_sets).
 """
 
 from __future__ import annotations
@@ -43,7 +48,7 @@ import datetime as dt
 import math
 import re
 import shlex
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
@@ -73,6 +78,7 @@ from gpuplan.workload.jobtable import (
     MAX_TIME_S,
     JobTable,
     Labels,
+    format_companions,
 )
 from gpuplan.workload.k8s_pods import PodRequests
 
@@ -150,10 +156,6 @@ class PodSet:
     topology: str = ""  # "required=<level>", "preferred=<level>", "unconstrained" or "" (no TAS)
     tolerations: str = ""  # scenario.kubernetes.format_tolerations
 
-    def shape(self) -> PodSet:
-        """What the pod sets of one workload must share: all but the name and count."""
-        return replace(self, name="", count=0)
-
 
 @dataclass(frozen=True)
 class ListedJob:
@@ -169,11 +171,53 @@ class ListedJob:
     created_at: dt.datetime | None
     runtime_s: float
     deadline_s: float | None  # spec.activeDeadlineSeconds
-    pod_set: PodSet  # the pod sets, merged (they ask the same requests)
+    pod_set: PodSet  # the pod sets that ask alike, merged (merge_pod_sets)
     pod_sets: int  # how many they are
     line: int
     # lines of the fields a check against the scenario may name (a manifest's; a CSV row has one)
     field_lines: dict[str, int] = field(default_factory=dict, compare=False)
+    companions: tuple[PodSet, ...] = ()  # pod sets that ask no GPU and other CPU or memory
+
+
+def merge_pod_sets(
+    sets: list[PodSet], refuse: Callable[[int, str, str], Exception]
+) -> tuple[PodSet, int, tuple[PodSet, ...]]:
+    """A workload's pod sets as the model takes them: those that ask as the first one asking GPUs
+    (or the first, when none does) merged into one, and the others, which must ask no GPU, as
+    companions (an MPIJob's launcher, a JobSet's driver: each of their pods asks its own CPU and
+    memory). All share one node selector, tolerations and topology request. ``refuse(i, field,
+    message)`` is the error for pod set ``i``; returns (merged, how many merged, companions)."""
+    # a pod set of no pods (replicas: 0) asks nothing
+    main = next((s for s in sets if s.gpus and s.count), next((s for s in sets if s.count), sets[0]))
+    request = (main.gpus, main.cpu_milli, main.memory_mib)
+    merged, companions = [], []
+    for i, other in enumerate(sets):
+        if not other.count and other is not main:
+            continue
+        for name, field_name in (("pool", "pool"), ("topology", "topology"), ("tolerations", TOLERATIONS)):
+            if getattr(other, name) != getattr(main, name):
+                raise refuse(
+                    i,
+                    field_name,
+                    f"pod sets {main.name!r} and {other.name!r} give different {name}: a workload's "
+                    "pods are modelled with one node selector, topology request and tolerations",
+                )
+        if (other.gpus, other.cpu_milli, other.memory_mib) == request:
+            merged.append(other)
+        elif other.gpus:
+            raise refuse(
+                i,
+                "gpus",
+                f"pod sets {main.name!r} and {other.name!r} ask different GPU pods ({main.gpus} GPUs, "
+                f"{main.cpu_milli}m cpu, {main.memory_mib} MiB against {other.gpus}, {other.cpu_milli}m, "
+                f"{other.memory_mib} MiB): the pod sets of a workload that ask GPUs must ask alike (a "
+                "job's GPUs are its pods times the GPUs of each); pod sets that ask none may ask any "
+                "CPU and memory",
+            )
+        else:
+            companions.append(other)
+    pod_set = replace(main, name="+".join(s.name for s in merged), count=sum(s.count for s in merged))
+    return pod_set, len(merged), tuple(companions)
 
 
 def parse_quantity(value: Any) -> Decimal:
@@ -479,16 +523,9 @@ def _manifest_job(doc: _Document, order: int, selectors: Selectors) -> ListedJob
     ]
     if not sets:
         raise doc.error(("spec",), "no pod sets (pod templates)")
-    first = sets[0]
-    for other in sets[1:]:
-        if other.shape() != first.shape():
-            raise doc.error(
-                ("spec",),
-                f"pod sets {first.name!r} and {other.name!r} ask different requests, pools or topology "
-                f"({first.gpus} GPUs, {first.cpu_milli}m cpu, {first.memory_mib} MiB against {other.gpus}, "
-                f"{other.cpu_milli}m, {other.memory_mib} MiB): a workload's pods are modelled alike, "
-                "so give them the same requests",
-            )
+    pod_set, merged, companions = merge_pod_sets(
+        sets, lambda i, _field, message: doc.error(raw_sets[i][2], message)
+    )
     pods = sum(s.count for s in sets)
     if not 0 < pods <= MAX_NODES_PER_JOB:
         raise doc.error(("spec",), f"{pods:,} pods: from 1 to {MAX_NODES_PER_JOB:,} are expected")
@@ -562,10 +599,11 @@ def _manifest_job(doc: _Document, order: int, selectors: Selectors) -> ListedJob
         created_at=created_at,
         runtime_s=runtime,
         deadline_s=deadline,
-        pod_set=replace(first, name="+".join(s.name for s in sets), count=pods),
-        pod_sets=len(sets),
+        pod_set=pod_set,
+        pod_sets=merged,
         line=doc.line(),
         field_lines={key: doc.line(loc) for key, loc in where.items()},
+        companions=companions,
     )
 
 
@@ -602,7 +640,8 @@ def read_job_csv(path: Path, selectors: Selectors) -> list[ListedJob]:
     Kubernetes quantities: ``500m``, ``16``, ``64Gi``), ``pool`` and ``topology`` (``required=<node
     label>``, ``preferred=<node label>`` or ``unconstrained``: Topology Aware Scheduling) and
     ``tolerations`` (``;``-separated ``key=value:Effect`` or ``key:Effect``). Rows of one
-    namespace and name are the pod sets of one workload: they give the same job fields and requests."""
+    namespace and name are the pod sets of one workload: they give the same job fields, and their
+    requests are merged as merge_pod_sets says."""
     known = {column.name for column in CSV_COLUMNS}
 
     def check_header(header: tuple[str, ...]) -> None:
@@ -638,6 +677,7 @@ def read_job_csv(path: Path, selectors: Selectors) -> list[ListedJob]:
         number("gpus", 0),
     )
     jobs: dict[tuple[str, str], ListedJob] = {}
+    sets: dict[tuple[str, str], list[tuple[PodSet, int]]] = {}  # each workload's pod sets, with their lines
     for row, line in enumerate(table.line.tolist()):
 
         def quantity(column: str, cell: str, scale: int, row_line: int = int(line)) -> int:
@@ -686,22 +726,28 @@ def read_job_csv(path: Path, selectors: Selectors) -> list[ListedJob]:
         key = (job.namespace, job.name)
         if key not in jobs:
             jobs[key] = job
+            sets[key] = [(pod_set, int(line))]
             continue
         earlier = jobs[key]
         if _alike(earlier) != _alike(job):
             raise InputError(
-                f"another pod set of {job.namespace}/{job.name} (line {earlier.line}) gives other job fields "
-                "or requests: a workload's pods are modelled alike",
+                f"another pod set of {job.namespace}/{job.name} (line {earlier.line}) gives other job "
+                "fields: the rows of one workload differ only in their pods and requests",
                 path=path,
                 line=int(line),
                 field="name",
             )
-        jobs[key] = replace(
-            earlier,
-            pod_set=replace(earlier.pod_set, count=earlier.pod_set.count + pod_set.count),
-            pod_sets=earlier.pod_sets + 1,
-        )
-    return list(jobs.values())
+        sets[key].append((pod_set, int(line)))
+    listed = []
+    for key, job in jobs.items():
+        rows = sets[key]
+
+        def refuse(i: int, column: str, message: str, rows: list[tuple[PodSet, int]] = rows) -> InputError:
+            return InputError(message, path=path, line=rows[i][1], field=column)
+
+        merged, count, companions = merge_pod_sets([pod_set for pod_set, _ in rows], refuse)
+        listed.append(replace(job, pod_set=merged, pod_sets=count, companions=companions))
+    return listed
 
 
 def _csv_topology(path: Path, line: int, cell: str) -> str:
@@ -741,8 +787,11 @@ def _csv_tolerations(path: Path, line: int, cell: str) -> str:
 
 
 def _alike(job: ListedJob) -> ListedJob:
-    """What pod sets of one workload must agree on: all but their name, counts and line."""
-    return replace(job, pod_set=job.pod_set.shape(), pod_sets=0, line=0)
+    """What the rows of one workload must agree on: all but their pod set and line."""
+    return replace(job, pod_set=_NO_POD_SET, line=0)
+
+
+_NO_POD_SET = PodSet("", 0, 0, 0, 0, "")
 
 
 def _check_unique(path: Path, jobs: list[ListedJob]) -> None:
@@ -823,6 +872,9 @@ def listed_table(
         topology_request=labels([j.pod_set.topology for j in jobs]),
         tolerations=labels([j.pod_set.tolerations for j in jobs]),
         pod_sets=np.array([j.pod_sets for j in jobs], np.int32),
+        companion_pods=labels(
+            [format_companions([(c.count, c.cpu_milli, c.memory_mib) for c in j.companions]) for j in jobs]
+        ),
     )
     requests = PodRequests(
         cpu_milli=np.array([j.pod_set.cpu_milli for j in jobs], np.int64),
@@ -884,6 +936,9 @@ def read_checked_list(loaded: LoadedScenario, workload: JobListWorkload) -> list
         evicted = _timed_eviction(job, kubernetes, [pool.name for pool in loaded.pools])
         if evicted:
             raise refuse(job, TOLERATIONS, evicted)
+        by_topology = _companions_by_topology(job, kubernetes, [pool.name for pool in loaded.pools])
+        if by_topology:
+            raise refuse(job, "spec", by_topology)
         if job.priority_class and job.priority_class not in classes:
             message = (
                 f"no PriorityClass {job.priority_class!r} (models.kubernetes.priorities.classes: "
@@ -902,18 +957,18 @@ def _timed_eviction(job: ListedJob, kubernetes: KubernetesSettings, pools: list[
     own = parse_tolerations(job.pod_set.tolerations)
     if all(t.tolerationSeconds is None for t in own):
         return ""
-    kueue = kubernetes.kueue
-    local_queue = job.queue_name or DEFAULT_LOCAL_QUEUE
-    managed = kueue.enable and kueue.cluster_queue_of(job.namespace, local_queue) is not None
-    added = (
-        [Toleration(key=GPU, operator="Exists")]
-        if kubernetes.extendedResourceToleration and job.pod_set.gpus
-        else []
-    )
-    for node_pool in kubernetes.nodePools:
+    managed = _cluster_queue(job, kubernetes) is not None
+    # the pods asking GPUs get ExtendedResourceToleration's, the companions' do not
+    asks_gpus = {job.pod_set.gpus > 0} | {False for _ in job.companions}
+    for node_pool, gpu_pods in ((p, g) for p in kubernetes.nodePools for g in sorted(asks_gpus)):
         if job.pod_set.pool not in ("", node_pool.pool) or node_pool.pool not in pools:
             continue
         flavor = node_pool.flavorTolerations if managed else []
+        added = (
+            [Toleration(key=GPU, operator="Exists")]
+            if kubernetes.extendedResourceToleration and gpu_pods
+            else []
+        )
         if not tolerates_all([*own, *flavor, *added], node_pool.taints):
             continue
         found = timed_eviction([*own, *flavor, *added], node_pool.taints)
@@ -926,3 +981,31 @@ def _timed_eviction(job: ListedJob, kubernetes: KubernetesSettings, pools: list[
                 "them, which is not modelled: drop tolerationSeconds, or keep the job off that pool"
             )
     return ""
+
+
+def _cluster_queue(job: ListedJob, kubernetes: KubernetesSettings) -> str | None:
+    """The ClusterQueue of the job, None when Kueue does not manage it."""
+    kueue = kubernetes.kueue
+    return (
+        kueue.cluster_queue_of(job.namespace, job.queue_name or DEFAULT_LOCAL_QUEUE) if kueue.enable else None
+    )
+
+
+def _companions_by_topology(job: ListedJob, kubernetes: KubernetesSettings, pools: list[str]) -> str:
+    """Why the model cannot place the job ("" if it can): it has companion pod sets and its
+    ClusterQueue has a Topology Aware Scheduling flavor, where Kueue finds each pod set its own
+    topology assignment (``FindTopologyAssignmentsForWorkload``), which is modelled for a
+    workload's pods asking alike only."""
+    queue = _cluster_queue(job, kubernetes) if job.companions else None
+    if queue is None:
+        return ""
+    listed = {q.name: [f.name for f in q.flavors] for q in kubernetes.kueue.clusterQueues}
+    flavors = listed.get(queue, pools)  # the implicit ClusterQueue "default" has every pool
+    tas = [p.pool for p in kubernetes.nodePools if p.topologyName and p.pool in flavors]
+    if not tas:
+        return ""
+    return (
+        f"its pod sets {', '.join(repr(c.name) for c in job.companions)} ask other requests than "
+        f"{job.pod_set.name!r}, and its ClusterQueue {queue!r} has Topology Aware Scheduling flavors "
+        f"({', '.join(tas)}): a topology for pod sets that ask differently is not modelled"
+    )

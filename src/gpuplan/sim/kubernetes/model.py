@@ -64,8 +64,12 @@ from gpuplan.sim.kubernetes.services import Deployments
 from gpuplan.sim.kubernetes.settings import KubernetesModelSettings, node_pool_specs
 from gpuplan.sim.kubernetes.setup import (
     ANY_FLAVOR,
+    NO_MATCHING_FLAVOR,
+    Companions,
+    TaintFilter,
     build_kueue,
     cluster_queues,
+    companion_requests,
     job_priorities,
     job_reach,
     kueue_flavors,
@@ -154,13 +158,25 @@ class KubernetesRun:
             cluster_queues(jobs, settings.kueue) if settings.kueue.enable else np.zeros(n, np.int32)
         )
         self.managed: list[bool] = (self.queue_of_job >= 0).tolist() if settings.kueue.enable else [False] * n
-        tolerated, self.own_pools = tolerated_pools(jobs, settings, pools, self.managed)
+        taint_filter = TaintFilter(settings, pools)
+        tolerated, self.own_pools = tolerated_pools(jobs, taint_filter, self.managed)
         self.requests, self.milli_of_job = pod_requests(
             jobs, pools, reorder(gpu_milli), reorder(cpu_milli), reorder(memory_mib), pool_aliases, tolerated
         )
         self.base_requests = list(self.requests)  # before Kueue's flavor adds a node selector
         self.flavored: dict[tuple[PodRequest, int, tuple[int, ...]], PodRequest] = {}
         self.interned = {request: request for request in self.requests}
+        # pod sets asking no GPU and their own CPU and memory (a launcher), after the job's GPU pods
+        self.companions: dict[int, Companions] = companion_requests(
+            jobs, self.requests, taint_filter, self.managed
+        )
+        # per job with companions, each pod's request (the GPU pods', then the companions'), and
+        # those of its pods bound, in the order they were (pod_start[j] + k holds the k-th bound)
+        self.mixed: dict[int, list[PodRequest]] = {
+            j: self._pod_list(j, self.requests[j], companions.requests)
+            for j, companions in self.companions.items()
+        }
+        self.bound: dict[int, list[PodRequest]] = {j: [] for j in self.companions}
         # pods' priority (kube-scheduler) and the workload's (Kueue)
         self.priority, self.workload_priority = job_priorities(jobs, settings)
         self.pod_priority: list[int] = self.priority.tolist()
@@ -169,7 +185,10 @@ class KubernetesRun:
         # Per job and per pod, what the loop reads and writes at every step is in Python lists (an
         # element of a list is read several times faster than one of a NumPy array); the outcome
         # makes arrays of them.
-        self.pods = jobs.nodes.astype(np.int64)
+        main_pods = jobs.nodes.astype(np.int64)  # those asking GPUs (or all, when none does)
+        self.pods = main_pods.copy()
+        for j, companions in self.companions.items():
+            self.pods[j] += sum(companions.counts)
         self.pod_count: list[int] = self.pods.tolist()
         self.first_pod = np.concatenate([[0], np.cumsum(self.pods)]).astype(np.int64)
         self.pod_start: list[int] = self.first_pod.tolist()
@@ -196,7 +215,8 @@ class KubernetesRun:
         self.held_since = np.zeros(n)
         self.idle_held_gpu_s = np.zeros(n)
         self.checkpoint = np.asarray(jobs.column("checkpoint_s"), np.float64)
-        self.job_gpus = self.milli_of_job * self.pods / MILLI
+        self.gpu_milli_of_job = self.milli_of_job * main_pods  # what Kueue counts against quota
+        self.job_gpus = self.gpu_milli_of_job / MILLI
         self.rejected = np.zeros(n, bool)
         self.log = EventRecorder()
         manager = settings.controllerManager
@@ -232,7 +252,7 @@ class KubernetesRun:
         self.touched: set[int] = set(range(len(pools)))  # pools whose timeline row may have changed
         self.clock = 0.0  # time up to which node-hours and borrowing are integrated
         # Kueue
-        self.reach = job_reach(self.requests, self.pods, pools)
+        self.reach = job_reach(self.requests, main_pods, pools)
         # Kueue may also assign default-flavor (no node labels, the index after the pools)
         flavors = kueue_flavors(self.reach, len(pools))
         self.flavor_names = [p.name for p in pools] + [ANY_FLAVOR]
@@ -247,7 +267,7 @@ class KubernetesRun:
                 jobs,
                 settings.kueue,
                 [p.name for p in pools],
-                self.milli_of_job * self.pods,
+                self.gpu_milli_of_job,
                 self.workload_priority,
                 pools,
                 flavors,
@@ -280,11 +300,16 @@ class KubernetesRun:
             flavors,
             self.kueue,
             self.queue_of_job,
-            self.milli_of_job * self.pods,
+            self.gpu_milli_of_job,
             most_quota(self.kueue, settings.kueue.changes, self.queue_names, self.flavor_names)
             if self.kueue is not None and settings.kueue.changes
             else None,
         )
+        # the companions' requests once Kueue admits the job: each pod set gets its own flavor
+        self.admitted_companions: dict[int, tuple[PodRequest, ...]] = {}
+        for j, companions in self.companions.items():
+            if not self.refusal[j]:
+                self.refusal[j] = self._companion_refusal(j, companions, pools)
         self.merged_pod_sets = self._merged_pod_sets(np.asarray(jobs.column("pod_sets"), np.int32), flavors)
         self.cohort_queues = (
             [
@@ -325,6 +350,39 @@ class KubernetesRun:
         heapq.heappush(self.events, (when, kind, self.seq, a, b))
         if kind not in PERIODIC:
             self.batch_events += 1
+
+    def _pod_list(self, j: int, main: PodRequest, companions: tuple[PodRequest, ...]) -> list[PodRequest]:
+        """Each pod's request, by its index, for a job with companions: its GPU pods first, then
+        the companions' (the pods are created in this order; kube-scheduler then binds each on its
+        own, as it finds a node for it)."""
+        pods = [main] * int(self.jobs.nodes[j])
+        for count, request in zip(self.companions[j].counts, companions, strict=True):
+            pods += [self.interned.setdefault(request, request)] * count
+        return pods
+
+    def _companion_refusal(self, j: int, companions: Companions, pools: list[NodePoolSpec]) -> str:
+        """Why a job can never run because of its companion pod sets ("" if it can), and under
+        Kueue each one's request once admitted (admitted_companions). Kueue assigns flavors pod set
+        by pod set (flavorassigner.go: assignFlavors): a companion asks no GPU, so no quota of the
+        model's stops it, and it gets the first of its ClusterQueue's flavors it may use
+        (checkFlavorForPodSets: node selector and taints), of the pools whose nodes hold one of its
+        pods (as kueue_flavors), or default-flavor. Without Kueue, the nodes must hold its pods."""
+        reach = job_reach(list(companions.requests), np.asarray(companions.counts, np.int64), pools)
+        q = self.job_queue[j]
+        if self.kueue is None or q < 0:
+            return next((where.short for where in reach if not where.spread), "")
+        order = self.kueue.queues[q].policy.flavors
+        admitted = []
+        for request, flavors in zip(companions.requests, kueue_flavors(reach, len(pools)), strict=True):
+            flavor = next((f for f in order if f in flavors), -1)
+            if flavor < 0:
+                return NO_MATCHING_FLAVOR
+            if flavor < len(pools):  # the flavor's nodeLabels and tolerations
+                admitted.append(self._flavored(request, flavor, request.pools))
+            else:  # default-flavor: no nodeLabels, and no tolerations
+                admitted.append(self._flavored(request, request.pool, companions.own_pools))
+        self.admitted_companions[j] = tuple(admitted)
+        return ""
 
     def _merged_pod_sets(self, pod_sets: Int32, flavors: list[tuple[int, ...]]) -> int:
         """Workloads of several pod sets (merged into one, as they ask alike) where Kueue could give
@@ -600,6 +658,8 @@ class KubernetesRun:
             self.pool_sel[j] = request.pool
             self.requests[j] = request
             self._queued(j, +1)
+        if j in self.mixed:
+            self.mixed[j] = self._pod_list(j, request, self.admitted_companions[j])
         queue, flavor = self._queue_name(j), self.flavor_names[decision.flavor]
         self.log.add(j, self.now, QUOTA_RESERVED, queue=queue, flavor=flavor)
         self.log.add(j, self.now, ADMITTED, queue=queue, flavor=flavor)
@@ -614,11 +674,13 @@ class KubernetesRun:
     def _place_by_topology(self, j: int, placement: tuple[tuple[int, int], ...]) -> None:
         """The pods of a TAS workload go to the nodes Kueue assigned (the pod template's node
         selectors and scheduling gates pin them there); they fit, as the assignment was made from
-        the nodes' free capacity this instant, so they are bound at once."""
+        the nodes' free capacity this instant, so they are bound at once. (A workload with
+        companions is refused on a TAS ClusterQueue: its pods ask alike.)"""
         self._begin_placing(j)
+        pod = self.requests[j]
         for node, pods in placement:
             for _ in range(pods):
-                self._bind(j, node)
+                self._bind(j, node, pod)
         self._start(j)
 
     def _flavored(self, pod: PodRequest, pool: int, pools: tuple[int, ...]) -> PodRequest:
@@ -639,14 +701,20 @@ class KubernetesRun:
 
     def _idle_until_now(self, j: int) -> None:
         if self.state[j] == PLACING and self.placed[j]:
-            held = self.placed[j] * self.requests[j].gpu_milli_total / MILLI
+            bound = self.bound.get(j) if self.bound else None
+            if bound is None:
+                held = self.placed[j] * self.requests[j].gpu_milli_total / MILLI
+            else:
+                held = sum(pod.gpu_milli_total for pod in bound) / MILLI
             self.idle_held_gpu_s[j] += held * (self.now - self.held_since[j])
         self.held_since[j] = self.now
 
-    def _bind(self, j: int, node: int) -> None:
-        pod = self.requests[j]
+    def _bind(self, j: int, node: int, pod: PodRequest) -> None:
+        """One of job ``j``'s pods, asking ``pod``, bound to ``node``."""
         mask = self.nodes.take(node, pod.gpus, pod.milli, pod.cpu, pod.mem, True)
         self.index.add(node, j, self.pod_priority[j], pod)
+        if self.bound and j in self.bound:
+            self.bound[j].append(pod)
         self._idle_until_now(j)
         p = self.pod_start[j] + self.placed[j]
         self.pod_node[p], self.pod_mask[p] = node, mask
@@ -654,9 +722,12 @@ class KubernetesRun:
 
     def _release_pods(self, j: int) -> None:
         pod, priority = self.requests[j], self.pod_priority[j]
+        bound = self.bound.get(j) if self.bound else None
         running = self.state[j] == RUNNING  # its GPUs were busy (a partly placed job's were idle)
         first = self.pod_start[j]
         for p in range(first, first + self.placed[j]):
+            if bound is not None:
+                pod = bound[p - first]
             node = self.pod_node[p]
             self.nodes.give_back(node, self.pod_mask[p], pod.milli, pod.cpu, pod.mem, True)
             if running:
@@ -664,6 +735,8 @@ class KubernetesRun:
             self.index.remove(node, j, priority, pod)
             self.pod_node[p], self.pod_mask[p] = -1, 0
         self.placed[j] = 0
+        if bound is not None:
+            bound.clear()
         self.freed = True
 
     def _leave(self, j: int, state: int) -> None:
@@ -684,8 +757,13 @@ class KubernetesRun:
             self.start_s[j] = self.now
         self.run_began[j] = self.now
         first, last = self.pod_start[j], self.pod_start[j + 1]
-        for node in self.pod_node[first:last]:  # all its pods bound: their GPUs are busy now
-            self._used(node, self.requests[j].gpu_milli_total)
+        bound = self.bound.get(j) if self.bound else None
+        if bound is None:
+            for node in self.pod_node[first:last]:  # all its pods bound: their GPUs are busy now
+                self._used(node, self.requests[j].gpu_milli_total)
+        else:
+            for node, pod in zip(self.pod_node[first:last], bound, strict=True):
+                self._used(node, pod.gpu_milli_total)
         self.final_node[first:last] = self.pod_node[first:last]
         self.log.add(j, self.now, PODS_READY, queue=self._queue_name(j))
         self._push(self.now + float(self.remaining[j]), END, j, self.generation[j])
@@ -786,7 +864,7 @@ class KubernetesRun:
         waiting: set[int] = set()  # PodGroups that found no room this pass
         # the lists below are only changed in place during the pass
         state, generation, placed, pod_count = self.state, self.generation, self.placed, self.pod_count
-        requests, gang_scheduled = self.requests, self.gang_scheduled
+        requests, gang_scheduled, mixed = self.requests, self.gang_scheduled, self.mixed
         chooser = self.chooser
         for key in queue:
             owner = key[3]
@@ -795,7 +873,7 @@ class KubernetesRun:
                     continue  # evicted since it was queued
                 if placed[owner] >= pod_count[owner]:
                     continue  # bound with its PodGroup
-                pod = requests[owner]
+                pod = requests[owner] if not mixed or owner not in mixed else mixed[owner][key[2]]
                 if gang_scheduled[owner]:
                     plain = False  # a PodGroup's pods wait for one another, and a failed bind frees room
                     if self.created[owner] < pod_count[owner]:
@@ -827,7 +905,7 @@ class KubernetesRun:
                 still.append(key)
                 continue
             if owner >= 0:
-                self._bind(owner, node)
+                self._bind(owner, node, pod)
                 if placed[owner] == pod_count[owner]:
                     started.append(owner)
             else:
@@ -856,13 +934,14 @@ class KubernetesRun:
         minMember is all of them; they wait at Permit until every one has a node, then bind
         together. Here each is bound in turn on what the ones before left; if one finds no node,
         the others are released (the reservations undone) and the group waits for capacity."""
-        pod = self.requests[j]
+        mixed = self.mixed.get(j) if self.mixed else None
         while self.placed[j] < self.pod_count[j]:
+            pod = self.requests[j] if mixed is None else mixed[self.placed[j]]  # from the first, in order
             node = self.chooser.select(pod)
             if node < 0:
                 self._release_pods(j)
                 return False
-            self._bind(j, node)
+            self._bind(j, node, pod)
         return True
 
     def _preempt_for(self, pod: PodRequest, priority: int) -> int:
@@ -870,11 +949,14 @@ class KubernetesRun:
 
         def freed_on(j: int, node: int) -> tuple[list[int], int, int]:
             spec = self.requests[j]
+            bound = self.bound.get(j) if self.bound else None
             bits: list[int] = []
             cpu = mem = 0
             first = self.pod_start[j]
             for p in range(first, first + self.placed[j]):
                 if self.pod_node[p] == node:
+                    if bound is not None:
+                        spec = bound[p - first]
                     mask = self.pod_mask[p]
                     bits.extend(
                         x for g in range(nodes.max_gpus) if mask >> g & 1 for x in (g, min(spec.milli, MILLI))
@@ -930,7 +1012,8 @@ class KubernetesRun:
             owner = key[3]
             if owner >= 0:
                 if self.state[owner] == PLACING and key[4] == self.generation[owner]:
-                    requests.append(self.requests[owner])
+                    pods = self.mixed.get(owner) if self.mixed else None
+                    requests.append(self.requests[owner] if pods is None else pods[key[2]])
             else:
                 replica = self.deployments.replicas.get(-owner - 1)
                 if replica is not None and replica.node < 0:
@@ -1203,7 +1286,9 @@ class KubernetesRun:
                 "idle_held_gpu_hours": float(self.idle_held_gpu_s.sum() / 3600.0),
                 # jobs holding part of their GPUs when nothing else can happen: the deadlock
                 "jobs_partly_placed_at_end": int(np.count_nonzero(partial)),
-                "gpus_held_idle_at_end": float((placed * self.milli_of_job)[partial].sum() / MILLI),
+                "gpus_held_idle_at_end": float(
+                    (np.minimum(placed, self.jobs.nodes) * self.milli_of_job)[partial].sum() / MILLI
+                ),
                 "deadlocked": bool(partial.any()),
             },
             "preemption": {

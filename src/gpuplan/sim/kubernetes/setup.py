@@ -24,7 +24,7 @@ from gpuplan.sim.kubernetes.quota import NO_LIMIT, QuotaNode, QuotaTree
 from gpuplan.sim.kubernetes.scheduler import NO_POOL, PodRequest, Scoring
 from gpuplan.sim.kubernetes.tas import Mode as TasMode
 from gpuplan.sim.kubernetes.tas import Topology
-from gpuplan.workload.jobtable import Float64, Int32, Int64, JobTable, Labels
+from gpuplan.workload.jobtable import Float64, Int32, Int64, JobTable, Labels, parse_companions
 
 DEFAULT_QUEUE = "default"
 UNMANAGED = -1  # the queue of a job Kueue does not manage
@@ -453,52 +453,99 @@ def topology_requests(jobs: JobTable) -> list[tuple[TasMode, str | None] | None]
     return [parsed[code] for code in column.codes.tolist()]
 
 
-def tolerated_pools(
-    jobs: JobTable, settings: KubernetesSettings, pools: list[NodePoolSpec], managed: list[bool]
-) -> tuple[list[tuple[int, ...]] | None, dict[int, tuple[int, ...]]]:
-    """Per job, the pools whose NoSchedule and NoExecute taints its pods tolerate (kube-scheduler's
-    TaintToleration filter; PreferNoSchedule only scores and is not modelled), as PodRequest.pools:
-    () for all of them, (NO_POOL,) for none; None when no pool is tainted. With
-    extendedResourceToleration (kube-apiserver's ExtendedResourceToleration admission plugin) a pod
-    asking nvidia.com/gpu tolerates the taints of that key.
+class TaintFilter:
+    """kube-scheduler's TaintToleration filter over the pools: the pools whose NoSchedule and
+    NoExecute taints pods tolerate (PreferNoSchedule only scores and is not modelled), as
+    PodRequest.pools: () for all of them, (NO_POOL,) for none. With extendedResourceToleration
+    (kube-apiserver's ExtendedResourceToleration admission plugin) a pod asking nvidia.com/gpu
+    tolerates the taints of that key.
 
-    A job Kueue manages (``managed``) tolerates a pool's taints also with the pool's flavor's
-    tolerations (``flavorTolerations``): Kueue counts them when it matches the flavor's nodeTaints
+    With ``with_flavor``, a pool's taints are tolerated also with its flavor's tolerations
+    (``flavorTolerations``): Kueue counts them when it matches the flavor's nodeTaints
     (``flavorassigner.go``: ``checkFlavorForPodSets``) and adds them to the pods it admits to the
-    flavor (``pkg/podset/podset.go``: ``FromAssignment``). The second value maps such a job, where
-    that widens its pools, to the pools of its pods' own tolerations: those of default-flavor, which
-    has no tolerations."""
-    taints_of = {pool.pool: pool.taints for pool in settings.nodePools if pool.taints}
-    taints = [taints_of.get(spec.name, []) for spec in pools]
-    if not any(t.effect != "PreferNoSchedule" for pool_taints in taints for t in pool_taints):
+    flavor (``pkg/podset/podset.go``: ``FromAssignment``)."""
+
+    def __init__(self, settings: KubernetesSettings, pools: list[NodePoolSpec]) -> None:
+        taints_of = {pool.pool: pool.taints for pool in settings.nodePools if pool.taints}
+        self.taints = [taints_of.get(spec.name, []) for spec in pools]
+        self.tainted = any(t.effect != "PreferNoSchedule" for pool_taints in self.taints for t in pool_taints)
+        flavor_tolerations_of = {pool.pool: pool.flavorTolerations for pool in settings.nodePools}
+        self.flavor_tolerations = [flavor_tolerations_of.get(spec.name, []) for spec in pools]
+        self.any_flavor_tolerations = any(self.flavor_tolerations)
+        self.gpu_toleration = settings.extendedResourceToleration
+        self.cache: dict[tuple[str, bool, bool], tuple[int, ...]] = {}
+
+    def pools(self, tolerations: str, asks_gpus: bool, with_flavor: bool) -> tuple[int, ...]:
+        """The pools pods of these ``tolerations`` (format_tolerations) tolerate."""
+        key = (tolerations, asks_gpus and self.gpu_toleration, with_flavor and self.any_flavor_tolerations)
+        found = self.cache.get(key)
+        if found is None:
+            parsed = parse_tolerations(tolerations)
+            if key[1]:
+                parsed.append(Toleration(key=GPU_RESOURCE, operator="Exists"))
+            ok = tuple(
+                i
+                for i, pool_taints in enumerate(self.taints)
+                if tolerates_all([*parsed, *(self.flavor_tolerations[i] if key[2] else [])], pool_taints)
+            )
+            found = self.cache[key] = () if len(ok) == len(self.taints) else ok or (NO_POOL,)
+        return found
+
+
+def tolerated_pools(
+    jobs: JobTable, taint_filter: TaintFilter, managed: list[bool]
+) -> tuple[list[tuple[int, ...]] | None, dict[int, tuple[int, ...]]]:
+    """Per job, the pools its pods (those asking GPUs: ``nodes``) tolerate (TaintFilter.pools);
+    None when no pool is tainted. A job Kueue manages (``managed``) tolerates them also with the
+    pool's flavor's tolerations; the second value maps such a job, where that widens its pools, to
+    the pools of its pods' own tolerations: those of default-flavor, which has no tolerations."""
+    if not taint_filter.tainted:
         return None, {}
-    flavor_tolerations_of = {pool.pool: pool.flavorTolerations for pool in settings.nodePools}
-    flavor_tolerations = [flavor_tolerations_of.get(spec.name, []) for spec in pools]
     column = jobs.text("tolerations")
-    gpu_toleration = Toleration(key=GPU_RESOURCE, operator="Exists")
-
-    def tolerated(tolerations: list[Toleration], with_flavor: bool) -> tuple[int, ...]:
-        ok = tuple(
-            i
-            for i, pool_taints in enumerate(taints)
-            if tolerates_all([*tolerations, *(flavor_tolerations[i] if with_flavor else [])], pool_taints)
-        )
-        return () if len(ok) == len(pools) else ok or (NO_POOL,)
-
-    cache: dict[tuple[int, bool, bool], tuple[tuple[int, ...], tuple[int, ...]]] = {}
     result = []
     own_pools: dict[int, tuple[int, ...]] = {}
     rows = zip(column.codes.tolist(), jobs.gpus_per_node.tolist(), managed, strict=True)
     for j, (code, gpus, by_kueue) in enumerate(rows):
-        key = (code, gpus > 0 and settings.extendedResourceToleration, by_kueue and any(flavor_tolerations))
-        if key not in cache:
-            tolerations = parse_tolerations(column.labels[code])
-            if key[1]:
-                tolerations.append(gpu_toleration)
-            own = tolerated(tolerations, False)
-            cache[key] = (tolerated(tolerations, True) if key[2] else own), own
-        pods_pools, own = cache[key]
+        text = column.labels[code]
+        own = taint_filter.pools(text, gpus > 0, False)
+        pods_pools = taint_filter.pools(text, gpus > 0, True) if by_kueue else own
         result.append(pods_pools)
         if own != pods_pools:
             own_pools[j] = own
     return result, own_pools
+
+
+@dataclass(frozen=True)
+class Companions:
+    """A job's companion pod sets (JobTable.companion_pods): pods asking no GPU and their own CPU and
+    memory, after the job's ``nodes`` pods. ``requests`` carry the job's node selector and the
+    pools their tolerations allow (with the flavors' tolerations when Kueue manages the job),
+    ``own_pools`` those of their own tolerations (default-flavor's)."""
+
+    counts: tuple[int, ...]
+    requests: tuple[PodRequest, ...]
+    own_pools: tuple[int, ...]
+
+
+def companion_requests(
+    jobs: JobTable, main: list[PodRequest], taint_filter: TaintFilter, managed: list[bool]
+) -> dict[int, Companions]:
+    """The Companions of each job that has some."""
+    column, tolerations = jobs.text("companion_pods"), jobs.text("tolerations")
+    result = {}
+    for j, code in enumerate(column.codes.tolist()):
+        if not column.labels[code]:
+            continue
+        text = tolerations.labels[int(tolerations.codes[j])]
+        own = taint_filter.pools(text, False, False) if taint_filter.tainted else ()
+        pools = taint_filter.pools(text, False, True) if taint_filter.tainted and managed[j] else own
+        pod_sets = parse_companions(column.labels[code])
+        result[j] = Companions(
+            counts=tuple(count for count, _, _ in pod_sets),
+            requests=tuple(
+                PodRequest(gpus=0, milli=MILLI, cpu=cpu, mem=mem, pool=main[j].pool, pools=pools)
+                for _, cpu, mem in pod_sets
+            ),
+            own_pools=own,
+        )
+    return result
