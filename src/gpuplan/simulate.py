@@ -67,7 +67,7 @@ def work_not_done_warning(loaded: Input, run: ModelRun, summary: dict[str, Any])
 def kubernetes_warnings(model: str, summary: dict[str, Any]) -> list[str]:
     """What the Kubernetes model (alone or as hybrid's side) did not model exactly: requests of CPU
     or memory on nodes whose figure is unknown were not checked (``settings.node_resources`` says
-    per pool), and workloads of several pod sets got one flavor for all their pods."""
+    per pool), and workloads of several pod sets asking GPUs got one flavor for all their GPU pods."""
     figures = summary.get("kubernetes", {})
     if model == "hybrid":  # the sides' own figures are under their names
         figures = figures.get("kubernetes", {})
@@ -82,9 +82,9 @@ def kubernetes_warnings(model: str, summary: dict[str, Any]) -> list[str]:
     merged = figures.get("merged_pod_sets_jobs", 0)
     if merged:
         warnings.append(
-            f"{model}: {merged:,} workload(s) of several pod sets may use more than one flavor (or a "
-            "Topology): Kueue gives each pod set its own, the model one for all their pods, so their "
-            "admission may differ; give their ClusterQueue one flavor to make it exact"
+            f"{model}: {merged:,} workload(s) of several pod sets asking GPUs may use more than one "
+            "flavor (or a Topology): Kueue gives each pod set its own, the model one for all their "
+            "GPU pods, so their admission may differ; give their ClusterQueue one flavor to make it exact"
         )
     return warnings
 

@@ -5,7 +5,9 @@ requests, so kube-scheduler may put the launcher where no worker fits; Kueue cou
 requests together against quota and assigns flavors pod set by pod set (flavorassigner.go:
 assignFlavors), so a launcher asking no GPU gets the first flavor of its ClusterQueue it may use
 (checkFlavorForPodSets: its node selector and the flavor's taints), whatever flavor the workers get.
-Pod sets that ask GPUs must ask alike (a job's GPUs are its pods times the GPUs of each)."""
+A workload's GPU pods (the first pod set asking GPUs and its companions asking GPUs) get one flavor.
+Slurm runs such a workload as its nodes alike, and refuses pod sets asking different GPUs (a
+heterogeneous job, not modelled)."""
 
 from __future__ import annotations
 
@@ -40,9 +42,8 @@ TAINTED = "      - {pool: h100, taints: [{key: nvidia.com/gpu, value: present, e
 A10 = "    - {name: a10, shape: BM.GPU.A10.4, nodes: 2}"
 
 
-def mpijob(name: str = "train", workers: int = 2, launcher_gpus: int = 0, created: int = 0) -> str:
+def mpijob(name: str = "train", workers: int = 2, created: int = 0) -> str:
     """Kueue's MPIJob example, its workers asking 8 GPUs each."""
-    gpus = f", nvidia.com/gpu: {launcher_gpus}" if launcher_gpus else ""
     return f"""\
 apiVersion: kubeflow.org/v2beta1
 kind: MPIJob
@@ -56,7 +57,7 @@ spec:
       replicas: 1
       template:
         spec:
-          containers: [{{name: mpi-launcher, resources: {{limits: {{cpu: 1, memory: 1Gi{gpus}}}}}}}]
+          containers: [{{name: mpi-launcher, resources: {{limits: {{cpu: 1, memory: 1Gi}}}}}}]
     Worker:
       replicas: {workers}
       template:
@@ -244,10 +245,63 @@ def refused(tmp_path: Path, jobs: str, kueue: str = "      enable: false") -> st
     return err
 
 
-def test_pod_sets_asking_gpus_unalike_are_refused_at_their_line(tmp_path: Path) -> None:
-    err = refused(tmp_path, mpijob(launcher_gpus=1))
-    assert "jobs.yaml:16: spec.mpiReplicaSpecs.Worker.template" in err
-    assert "ask different GPU pods (1 GPUs, 1000m cpu, 1024 MiB against 8" in err
+def jobset(name: str, worker_gpus: int, driver_gpus: int, created: int = 0) -> str:
+    """Kueue's JobSet example (sample-jobset.yaml) restated with GPUs: one worker, one driver."""
+    return f"""\
+apiVersion: jobset.x-k8s.io/v1alpha2
+kind: JobSet
+metadata:
+  name: {name}
+  namespace: team-a
+  annotations: {{gpuplan.io/created: {created}s}}
+spec:
+  replicatedJobs:
+    - name: workers
+      replicas: 1
+      template:
+        spec:
+          parallelism: 1
+          completions: 1
+          template:
+            spec:
+              containers:
+                - {{name: sleep, image: busybox, command: [sleep], args: [100s],
+                   resources: {{requests: {{nvidia.com/gpu: {worker_gpus}, cpu: 1, memory: 200Mi}}}}}}
+    - name: driver
+      template:
+        spec:
+          parallelism: 1
+          completions: 1
+          template:
+            spec:
+              containers:
+                - {{name: sleep, image: busybox, command: [sleep], args: [100s],
+                   resources: {{requests: {{nvidia.com/gpu: {driver_gpus}, cpu: 2, memory: 200Mi}}}}}}
+---
+"""
+
+
+def test_kueue_counts_every_pod_sets_gpus_of_a_jobset(tmp_path: Path) -> None:
+    # the workers ask 1 GPU, the driver 2: Kueue reserves 3 of the ClusterQueue's 3 for the first
+    # JobSet, so the second is admitted when the first finishes (Kueue's "Run a JobSet" page)
+    kueue = "      clusterQueues:\n        - {name: q, flavors: [{name: h100, nominalQuota: 3}]}"
+    jobs = jobset("first", 1, 2) + jobset("second", 1, 2, created=1)
+    rows = jobs_of(tmp_path, write(tmp_path, jobs, a10=False, tainted=False, kueue=kueue))
+    assert [rows[n]["start_s"] for n in ("first", "second")] == [0.0, 100.0]
+    assert (rows["first"]["nodes"], rows["first"]["gpus"]) == (1, 3)  # nodes: the first pod set's pods
+
+
+def test_a_jobset_above_its_cluster_queues_quota_exceeds_it(tmp_path: Path) -> None:
+    kueue = "      clusterQueues:\n        - {name: q, flavors: [{name: h100, nominalQuota: 2}]}"
+    rows = jobs_of(tmp_path, write(tmp_path, jobset("big", 1, 2), a10=False, tainted=False, kueue=kueue))
+    assert (rows["big"]["state"], rows["big"]["reason"]) == ("rejected", "ExceedsMaxQuota")
+
+
+def test_slurm_rejects_pod_sets_asking_different_gpus(tmp_path: Path) -> None:
+    # it would be a heterogeneous job (sbatch hetjob components), which is not modelled
+    scenario = write(tmp_path, jobset("mixed", 1, 2), a10=False, tainted=False)
+    row = jobs_of(tmp_path, scenario, model="slurm")["mixed"]
+    assert (row["state"], row["reason"]) == ("rejected", "HeterogeneousJobNotModelled")
 
 
 def test_pod_sets_with_other_tolerations_are_refused(tmp_path: Path) -> None:
@@ -271,3 +325,16 @@ def test_a_workload_with_companions_on_a_tas_cluster_queue_is_refused(tmp_path: 
     code, _, err = gpuplan("simulate", str(scenario), "--model", "kubernetes", "--out", str(tmp_path / "o"))
     assert code == 2, err
     assert "jobs.yaml:" in err and "a topology for pod sets that ask differently is not modelled" in err
+
+
+@pytest.mark.parametrize(("flavors", "warned"), [(QUEUE_OF_BOTH, True), (None, False)])
+def test_gpu_pod_sets_that_may_get_several_flavors_are_warned_of(
+    tmp_path: Path, flavors: str | None, warned: bool
+) -> None:
+    # Kueue may give the driver and the workers flavors of their own; the model gives them one.
+    # A launcher asking no GPU gets its own flavor in the model too: no warning for it alone
+    kueue = flavors or "      clusterQueues:\n        - {name: q, flavors: [{name: h100, nominalQuota: 16}]}"
+    scenario = write(tmp_path, jobset("mixed", 1, 2) + mpijob(), tainted=False, kueue=kueue)
+    code, _, err = gpuplan("simulate", str(scenario), "--model", "kubernetes", "--out", str(tmp_path / "o"))
+    assert code == 0, err
+    assert ("1 workload(s) of several pod sets asking GPUs may use more than one flavor" in err) == warned

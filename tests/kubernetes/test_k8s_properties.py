@@ -1,5 +1,5 @@
 """Properties of the Kubernetes model on random workloads (some with companion pod sets: pods
-asking no GPU and their own CPU and memory), checked after every scheduling instant: no node is
+asking their own GPUs, CPU and memory), checked after every scheduling instant: no node is
 over-committed (GPU, GPU share, CPU, memory) and the placed pods account for exactly what the nodes
 have given out; no ClusterQueue uses more than its nominal quota plus its borrowingLimit,
 no cohort hands out more than its members lend; every job that can run eventually completes when
@@ -81,8 +81,11 @@ job_rows = st.lists(
         st.sampled_from(["a", "b", "c"]),  # team
         st.sampled_from([1000, 1000, 500, 250]),  # GPU share of 1-GPU pods
         st.sampled_from(["", "urgent"]),  # priority class
-        # companion pod sets (format_companions): none mostly, else a launcher or two small pods
-        st.sampled_from(["", "", "", "1x2000m/4096Mi", "2x500m/1024Mi;1x60000m/1024Mi"]),
+        # companion pod sets (format_companions): none mostly, else a launcher, a driver asking
+        # GPUs, or small pods
+        st.sampled_from(
+            ["", "", "", "1x0g/2000m/4096Mi", "1x2g/1000m/1024Mi", "2x0g/500m/1024Mi;1x1g/60000m/1024Mi"]
+        ),
     ),
     min_size=1,
     max_size=40,

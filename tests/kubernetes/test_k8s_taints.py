@@ -280,4 +280,4 @@ def test_a_workload_of_pod_sets_that_may_get_several_flavors_is_warned_of(
         "simulate", str(tmp_path / "scenario.yaml"), "--model", "kubernetes", "--out", str(tmp_path / "o")
     )
     assert code == 0, err
-    assert ("1 workload(s) of several pod sets may use more than one flavor" in err) == warned
+    assert ("1 workload(s) of several pod sets asking GPUs may use more than one flavor" in err) == warned

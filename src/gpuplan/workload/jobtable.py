@@ -130,26 +130,44 @@ TEXT_COLUMNS = (
 )
 
 
-def format_companions(pod_sets: Sequence[tuple[int, int, int]]) -> str:
-    """Companion pod sets (pods, CPU millicores, memory MiB per pod) as one text, the job table's
-    ``companion_pods`` column; read back by parse_companions."""
-    return ";".join(f"{pods}x{cpu_milli}m/{memory_mib}Mi" for pods, cpu_milli, memory_mib in pod_sets)
+def format_companions(pod_sets: Sequence[tuple[int, int, int, int]]) -> str:
+    """Companion pod sets (pods, GPUs, CPU millicores, memory MiB per pod) as one text, the job
+    table's ``companion_pods`` column; read back by parse_companions."""
+    return ";".join(f"{pods}x{gpus}g/{cpu}m/{memory}Mi" for pods, gpus, cpu, memory in pod_sets)
 
 
-def parse_companions(text: str) -> list[tuple[int, int, int]]:
-    """The (pods, CPU millicores, memory MiB) of each companion pod set format_companions wrote."""
+def parse_companions(text: str) -> list[tuple[int, int, int, int]]:
+    """The (pods, GPUs, CPU millicores, memory MiB) of each pod set format_companions wrote."""
     result = []
     for part in filter(None, text.split(";")):
         pods, _, rest = part.partition("x")
-        cpu, _, memory = rest.partition("m/")
-        result.append((int(pods), int(cpu), int(memory.removesuffix("Mi"))))
+        gpus, cpu, memory = rest.split("/")
+        result.append(
+            (
+                int(pods),
+                int(gpus.removesuffix("g")),
+                int(cpu.removesuffix("m")),
+                int(memory.removesuffix("Mi")),
+            )
+        )
     return result
+
+
+def companion_gpus(companions: Labels) -> Int64:
+    """Each job's GPUs in its companion pod sets (a ``companion_pods`` column)."""
+    per_label = np.array(
+        [sum(pods * gpus for pods, gpus, _, _ in parse_companions(text)) for text in companions.labels],
+        np.int64,
+    )
+    return per_label[companions.codes] if len(per_label) else np.zeros(len(companions), np.int64)
 
 
 @dataclass(frozen=True)
 class JobTable:
     """Jobs as columns. ``time_limit_s`` and ``mem_per_node`` are NaN where unknown;
-    ``cpus_per_node`` is 0 where unknown. A job's GPUs are ``nodes * gpus_per_node``."""
+    ``cpus_per_node`` is 0 where unknown. A job's GPUs are ``nodes * gpus_per_node``, plus those
+    of its companion pod sets (``companion_pods``: a Kubernetes workload's pod sets asking other
+    requests)."""
 
     job_id: Int64
     user: Labels
@@ -185,8 +203,8 @@ class JobTable:
     tolerations: Labels | None = None  # its pods' tolerations (scenario.kubernetes.format_tolerations)
     # its pod sets that ask GPUs (a Kueue Workload's podSets), merged as they ask alike (1: one)
     pod_sets: Int32 | None = None
-    # its pods beyond ``nodes``: pod sets that ask no GPU and other CPU or memory (an MPIJob's
-    # launcher, a JobSet's driver, a RayJob's head), as format_companions writes them ("": none)
+    # its pods beyond ``nodes``: pod sets that ask other requests (an MPIJob's launcher, a JobSet's
+    # driver, a RayJob's head), as format_companions writes them ("": none)
     companion_pods: Labels | None = None
 
     def column(self, name: str) -> Labels | npt.NDArray[Any]:
@@ -220,7 +238,8 @@ class JobTable:
 
     @property
     def gpus(self) -> Int64:
-        return self.nodes.astype(np.int64) * self.gpus_per_node
+        gpus: Int64 = self.nodes.astype(np.int64) * self.gpus_per_node
+        return gpus if self.companion_pods is None else gpus + companion_gpus(self.companion_pods)
 
     def take(self, rows: npt.NDArray[Any]) -> JobTable:
         """The jobs at ``rows`` (an index or boolean array), in that order."""

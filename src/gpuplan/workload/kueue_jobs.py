@@ -28,18 +28,18 @@ What Kubernetes manifests do not say, gpuplan annotations say (on the job's ``me
 Kueue's examples do: ``command: [sleep]``, ``args: [100s]``, or ``sh -c "sleep 60"``) runs N.
 
 What changes scheduling but is not modelled yet is refused with the file, line and field, never
-dropped: affinity, a tolerationSeconds that would evict pods from a pool they may use (read_checked_list;
-one no pool's NoExecute taint makes count, such as the node.kubernetes.io/not-ready and unreachable
-tolerations of kube-apiserver's DefaultTolerationSeconds, is read), topology spread, other node
-selectors than a pool's, pod-set groups
-and slices of Topology Aware Scheduling, partial admission, pod sets of one workload that ask GPUs
-but not alike, and pod sets of one workload with other node selectors, tolerations or topology
-requests. The TAS requests (``kueue.x-k8s.io/podset-required-topology``, ``-preferred-topology``,
+dropped: affinity, a tolerationSeconds that would evict pods from a pool they may use
+(read_checked_list; one no pool's NoExecute taint makes count, such as the
+node.kubernetes.io/not-ready and unreachable tolerations of kube-apiserver's
+DefaultTolerationSeconds, is read), topology spread, other node selectors than a pool's, pod-set
+groups and slices of Topology Aware Scheduling, partial admission, and pod sets of one workload
+with other node selectors, tolerations or topology requests. The TAS requests
+(``kueue.x-k8s.io/podset-required-topology``, ``-preferred-topology``,
 ``-unconstrained-topology``) are read.
 
 A workload's pod sets that ask alike are merged into one (``ListedJob.pod_set``); pod sets that ask
-no GPU and other CPU or memory (an MPIJob's launcher, a JobSet's driver) are its companions, each
-pod asking its own (merge_pod_sets).
+otherwise (an MPIJob's launcher, a JobSet's driver) are its companions, each pod asking its own
+(merge_pod_sets).
 """
 
 from __future__ import annotations
@@ -176,17 +176,17 @@ class ListedJob:
     line: int
     # lines of the fields a check against the scenario may name (a manifest's; a CSV row has one)
     field_lines: dict[str, int] = field(default_factory=dict, compare=False)
-    companions: tuple[PodSet, ...] = ()  # pod sets that ask no GPU and other CPU or memory
+    companions: tuple[PodSet, ...] = ()  # pod sets that ask other requests (merge_pod_sets)
 
 
 def merge_pod_sets(
     sets: list[PodSet], refuse: Callable[[int, str, str], Exception]
 ) -> tuple[PodSet, int, tuple[PodSet, ...]]:
     """A workload's pod sets as the model takes them: those that ask as the first one asking GPUs
-    (or the first, when none does) merged into one, and the others, which must ask no GPU, as
-    companions (an MPIJob's launcher, a JobSet's driver: each of their pods asks its own CPU and
-    memory). All share one node selector, tolerations and topology request. ``refuse(i, field,
-    message)`` is the error for pod set ``i``; returns (merged, how many merged, companions)."""
+    (or the first, when none does) merged into one, and the others as companions (an MPIJob's
+    launcher, a JobSet's driver: each of their pods asks its own). All share one node selector,
+    tolerations and topology request. ``refuse(i, field, message)`` is the error for pod set
+    ``i``; returns (merged, how many merged, companions)."""
     # a pod set of no pods (replicas: 0) asks nothing
     main = next((s for s in sets if s.gpus and s.count), next((s for s in sets if s.count), sets[0]))
     request = (main.gpus, main.cpu_milli, main.memory_mib)
@@ -204,16 +204,6 @@ def merge_pod_sets(
                 )
         if (other.gpus, other.cpu_milli, other.memory_mib) == request:
             merged.append(other)
-        elif other.gpus:
-            raise refuse(
-                i,
-                "gpus",
-                f"pod sets {main.name!r} and {other.name!r} ask different GPU pods ({main.gpus} GPUs, "
-                f"{main.cpu_milli}m cpu, {main.memory_mib} MiB against {other.gpus}, {other.cpu_milli}m, "
-                f"{other.memory_mib} MiB): the pod sets of a workload that ask GPUs must ask alike (a "
-                "job's GPUs are its pods times the GPUs of each); pod sets that ask none may ask any "
-                "CPU and memory",
-            )
         else:
             companions.append(other)
     pod_set = replace(main, name="+".join(s.name for s in merged), count=sum(s.count for s in merged))
@@ -873,7 +863,10 @@ def listed_table(
         tolerations=labels([j.pod_set.tolerations for j in jobs]),
         pod_sets=np.array([j.pod_sets for j in jobs], np.int32),
         companion_pods=labels(
-            [format_companions([(c.count, c.cpu_milli, c.memory_mib) for c in j.companions]) for j in jobs]
+            [
+                format_companions([(c.count, c.gpus, c.cpu_milli, c.memory_mib) for c in j.companions])
+                for j in jobs
+            ]
         ),
     )
     requests = PodRequests(
@@ -958,8 +951,8 @@ def _timed_eviction(job: ListedJob, kubernetes: KubernetesSettings, pools: list[
     if all(t.tolerationSeconds is None for t in own):
         return ""
     managed = _cluster_queue(job, kubernetes) is not None
-    # the pods asking GPUs get ExtendedResourceToleration's, the companions' do not
-    asks_gpus = {job.pod_set.gpus > 0} | {False for _ in job.companions}
+    # the pods asking GPUs get ExtendedResourceToleration's, others do not
+    asks_gpus = {s.gpus > 0 for s in (job.pod_set, *job.companions)}
     for node_pool, gpu_pods in ((p, g) for p in kubernetes.nodePools for g in sorted(asks_gpus)):
         if job.pod_set.pool not in ("", node_pool.pool) or node_pool.pool not in pools:
             continue

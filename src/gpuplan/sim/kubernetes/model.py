@@ -166,7 +166,7 @@ class KubernetesRun:
         self.base_requests = list(self.requests)  # before Kueue's flavor adds a node selector
         self.flavored: dict[tuple[PodRequest, int, tuple[int, ...]], PodRequest] = {}
         self.interned = {request: request for request in self.requests}
-        # pod sets asking no GPU and their own CPU and memory (a launcher), after the job's GPU pods
+        # pod sets asking other requests (a launcher, a driver), after the job's ``nodes`` pods
         self.companions: dict[int, Companions] = companion_requests(
             jobs, self.requests, taint_filter, self.managed
         )
@@ -185,7 +185,7 @@ class KubernetesRun:
         # Per job and per pod, what the loop reads and writes at every step is in Python lists (an
         # element of a list is read several times faster than one of a NumPy array); the outcome
         # makes arrays of them.
-        main_pods = jobs.nodes.astype(np.int64)  # those asking GPUs (or all, when none does)
+        main_pods = jobs.nodes.astype(np.int64)  # those of its first pod set asking GPUs, and alike
         self.pods = main_pods.copy()
         for j, companions in self.companions.items():
             self.pods[j] += sum(companions.counts)
@@ -216,6 +216,10 @@ class KubernetesRun:
         self.idle_held_gpu_s = np.zeros(n)
         self.checkpoint = np.asarray(jobs.column("checkpoint_s"), np.float64)
         self.gpu_milli_of_job = self.milli_of_job * main_pods  # what Kueue counts against quota
+        for j, companions in self.companions.items():
+            self.gpu_milli_of_job[j] += MILLI * sum(
+                count * r.gpus for count, r in zip(companions.counts, companions.requests, strict=True)
+            )
         self.job_gpus = self.gpu_milli_of_job / MILLI
         self.rejected = np.zeros(n, bool)
         self.log = EventRecorder()
@@ -305,8 +309,8 @@ class KubernetesRun:
             if self.kueue is not None and settings.kueue.changes
             else None,
         )
-        # the companions' requests once Kueue admits the job: each pod set gets its own flavor
-        self.admitted_companions: dict[int, tuple[PodRequest, ...]] = {}
+        # the companions' requests once Kueue admits the job (None: on the flavor of its GPU pods)
+        self.admitted_companions: dict[int, tuple[PodRequest | None, ...]] = {}
         for j, companions in self.companions.items():
             if not self.refusal[j]:
                 self.refusal[j] = self._companion_refusal(j, companions, pools)
@@ -363,36 +367,51 @@ class KubernetesRun:
     def _companion_refusal(self, j: int, companions: Companions, pools: list[NodePoolSpec]) -> str:
         """Why a job can never run because of its companion pod sets ("" if it can), and under
         Kueue each one's request once admitted (admitted_companions). Kueue assigns flavors pod set
-        by pod set (flavorassigner.go: assignFlavors): a companion asks no GPU, so no quota of the
-        model's stops it, and it gets the first of its ClusterQueue's flavors it may use
-        (checkFlavorForPodSets: node selector and taints), of the pools whose nodes hold one of its
-        pods (as kueue_flavors), or default-flavor. Without Kueue, the nodes must hold its pods."""
+        by pod set (flavorassigner.go: assignFlavors). A companion asking GPUs gets the flavor of
+        the job's GPU pods (the model's one flavor for the GPU quota, merged_pod_sets_jobs warns). A
+        companion asking none takes no quota of the model's, so it gets the first of its
+        ClusterQueue's flavors it may use (checkFlavorForPodSets: node selector and taints), of the
+        pools whose nodes hold one of its pods (as kueue_flavors), or default-flavor. Without
+        Kueue, the nodes must hold each companion's pods."""
         reach = job_reach(list(companions.requests), np.asarray(companions.counts, np.int64), pools)
         q = self.job_queue[j]
         if self.kueue is None or q < 0:
             return next((where.short for where in reach if not where.spread), "")
         order = self.kueue.queues[q].policy.flavors
-        admitted = []
-        for request, flavors in zip(companions.requests, kueue_flavors(reach, len(pools)), strict=True):
+        admitted: list[PodRequest | None] = []
+        candidates = kueue_flavors(reach, len(pools))
+        for s, (request, flavors) in enumerate(zip(companions.requests, candidates, strict=True)):
+            if request.gpus:
+                admitted.append(None)
+                continue
             flavor = next((f for f in order if f in flavors), -1)
             if flavor < 0:
                 return NO_MATCHING_FLAVOR
-            if flavor < len(pools):  # the flavor's nodeLabels and tolerations
-                admitted.append(self._flavored(request, flavor, request.pools))
-            else:  # default-flavor: no nodeLabels, and no tolerations
-                admitted.append(self._flavored(request, request.pool, companions.own_pools))
+            admitted.append(self._on_flavor(request, flavor, companions.own_pools[s]))
         self.admitted_companions[j] = tuple(admitted)
         return ""
 
+    def _on_flavor(self, pod: PodRequest, flavor: int, own_pools: tuple[int, ...]) -> PodRequest:
+        """The request of a pod Kueue admits to ``flavor``: a node selector to its pool and the
+        pools the flavor's tolerations allow; default-flavor has no nodeLabels and no tolerations,
+        leaving the pod its own node selector and ``own_pools``."""
+        if flavor < len(self.pool_specs):
+            return self._flavored(pod, flavor, pod.pools)
+        return self._flavored(pod, pod.pool, own_pools)
+
     def _merged_pod_sets(self, pod_sets: Int32, flavors: list[tuple[int, ...]]) -> int:
-        """Workloads of several pod sets (merged into one, as they ask alike) where Kueue could give
-        each pod set a flavor, or a topology domain, of its own: it assigns them pod set by pod set
-        (flavorassigner.go: assignFlavors, each pod set's quota counting the ones before), while the
-        model gives all the workload's pods one. Counted for a warning; exact with one flavor."""
+        """Workloads of several pod sets asking GPUs (merged into one as they ask alike, or
+        companions asking GPUs) where Kueue could give each pod set a flavor, or a topology domain,
+        of its own: it assigns them pod set by pod set (flavorassigner.go: assignFlavors, each pod
+        set's quota counting the ones before), while the model gives all the workload's GPU pods
+        one. Counted for a warning; exact with one flavor."""
         if self.kueue is None:
             return 0
         count = 0
-        for j in np.flatnonzero(pod_sets > 1).tolist():
+        several = pod_sets > 1
+        for j, companions in self.companions.items():
+            several[j] |= any(r.gpus for r in companions.requests)
+        for j in np.flatnonzero(several).tolist():
             q = self.job_queue[j]
             if q < 0 or self.refusal[j]:
                 continue
@@ -649,17 +668,24 @@ class KubernetesRun:
         if why:
             self.held[j] = why
         base = self.base_requests[j]
-        if decision.flavor < len(self.pool_specs):  # the flavor's nodeLabels: a node selector to its pool
-            request = self._flavored(base, decision.flavor, base.pools)
-        else:  # default-flavor: no nodeLabels, and no tolerations
-            request = self._flavored(base, base.pool, self.own_pools.get(j, base.pools))
+        request = self._on_flavor(base, decision.flavor, self.own_pools.get(j, base.pools))
         if request is not self.requests[j]:
             self._queued(j, -1)
             self.pool_sel[j] = request.pool
             self.requests[j] = request
             self._queued(j, +1)
         if j in self.mixed:
-            self.mixed[j] = self._pod_list(j, request, self.admitted_companions[j])
+            companions = self.companions[j]
+            self.mixed[j] = self._pod_list(
+                j,
+                request,
+                tuple(
+                    self._on_flavor(companions.requests[s], decision.flavor, companions.own_pools[s])
+                    if admitted is None
+                    else admitted
+                    for s, admitted in enumerate(self.admitted_companions[j])
+                ),
+            )
         queue, flavor = self._queue_name(j), self.flavor_names[decision.flavor]
         self.log.add(j, self.now, QUOTA_RESERVED, queue=queue, flavor=flavor)
         self.log.add(j, self.now, ADMITTED, queue=queue, flavor=flavor)
@@ -701,13 +727,15 @@ class KubernetesRun:
 
     def _idle_until_now(self, j: int) -> None:
         if self.state[j] == PLACING and self.placed[j]:
-            bound = self.bound.get(j) if self.bound else None
-            if bound is None:
-                held = self.placed[j] * self.requests[j].gpu_milli_total / MILLI
-            else:
-                held = sum(pod.gpu_milli_total for pod in bound) / MILLI
-            self.idle_held_gpu_s[j] += held * (self.now - self.held_since[j])
+            self.idle_held_gpu_s[j] += self._held_gpu_milli(j) / MILLI * (self.now - self.held_since[j])
         self.held_since[j] = self.now
+
+    def _held_gpu_milli(self, j: int) -> int:
+        """The GPUs (thousandths) job ``j``'s bound pods hold."""
+        bound = self.bound.get(j) if self.bound else None
+        if bound is None:
+            return self.placed[j] * self.requests[j].gpu_milli_total
+        return sum(pod.gpu_milli_total for pod in bound)
 
     def _bind(self, j: int, node: int, pod: PodRequest) -> None:
         """One of job ``j``'s pods, asking ``pod``, bound to ``node``."""
@@ -1286,9 +1314,10 @@ class KubernetesRun:
                 "idle_held_gpu_hours": float(self.idle_held_gpu_s.sum() / 3600.0),
                 # jobs holding part of their GPUs when nothing else can happen: the deadlock
                 "jobs_partly_placed_at_end": int(np.count_nonzero(partial)),
-                "gpus_held_idle_at_end": float(
-                    (np.minimum(placed, self.jobs.nodes) * self.milli_of_job)[partial].sum() / MILLI
-                ),
+                "gpus_held_idle_at_end": sum(
+                    self._held_gpu_milli(j) for j in np.flatnonzero(partial).tolist()
+                )
+                / MILLI,
                 "deadlocked": bool(partial.any()),
             },
             "preemption": {

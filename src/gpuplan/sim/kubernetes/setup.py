@@ -517,14 +517,14 @@ def tolerated_pools(
 
 @dataclass(frozen=True)
 class Companions:
-    """A job's companion pod sets (JobTable.companion_pods): pods asking no GPU and their own CPU and
-    memory, after the job's ``nodes`` pods. ``requests`` carry the job's node selector and the
-    pools their tolerations allow (with the flavors' tolerations when Kueue manages the job),
-    ``own_pools`` those of their own tolerations (default-flavor's)."""
+    """A job's companion pod sets (JobTable.companion_pods): pods asking other requests than its
+    ``nodes`` pods, after them. ``requests`` carry the job's node selector and the pools their
+    tolerations allow (with the flavors' tolerations when Kueue manages the job), ``own_pools``
+    those of their own tolerations (default-flavor's), per pod set."""
 
     counts: tuple[int, ...]
     requests: tuple[PodRequest, ...]
-    own_pools: tuple[int, ...]
+    own_pools: tuple[tuple[int, ...], ...]
 
 
 def companion_requests(
@@ -537,15 +537,21 @@ def companion_requests(
         if not column.labels[code]:
             continue
         text = tolerations.labels[int(tolerations.codes[j])]
-        own = taint_filter.pools(text, False, False) if taint_filter.tainted else ()
-        pools = taint_filter.pools(text, False, True) if taint_filter.tainted and managed[j] else own
         pod_sets = parse_companions(column.labels[code])
+        own = [
+            taint_filter.pools(text, gpus > 0, False) if taint_filter.tainted else ()
+            for _, gpus, _, _ in pod_sets
+        ]
+        pools = [
+            taint_filter.pools(text, gpus > 0, True) if taint_filter.tainted and managed[j] else mine
+            for (_, gpus, _, _), mine in zip(pod_sets, own, strict=True)
+        ]
         result[j] = Companions(
-            counts=tuple(count for count, _, _ in pod_sets),
+            counts=tuple(count for count, _, _, _ in pod_sets),
             requests=tuple(
-                PodRequest(gpus=0, milli=MILLI, cpu=cpu, mem=mem, pool=main[j].pool, pools=pools)
-                for _, cpu, mem in pod_sets
+                PodRequest(gpus=gpus, milli=MILLI, cpu=cpu, mem=mem, pool=main[j].pool, pools=allowed)
+                for (_, gpus, cpu, mem), allowed in zip(pod_sets, pools, strict=True)
             ),
-            own_pools=own,
+            own_pools=tuple(own),
         )
     return result

@@ -69,6 +69,7 @@ MODEL = "slurm"
 # or Resources", kept when the job ran (sacct(1), Reason).
 # Beyond sacct: "Resources:cpu" and "Resources:mem" mark a job that waited with enough GPUs free but
 # too few CPUs or too little memory (Slurm says only "Resources", and sacct keeps no such reason).
+HETEROGENEOUS_JOB = "HeterogeneousJobNotModelled"
 REASONS = (
     *HELD_REASONS,
     *REFUSALS[1:],
@@ -76,6 +77,9 @@ REASONS = (
     "NodeConfigNotAvailable",
     "Resources:cpu",
     "Resources:mem",
+    # gpuplan's: a Kubernetes workload whose pod sets ask different GPUs per pod would be a Slurm
+    # heterogeneous job (sbatch's hetjob components), which is not modelled
+    HETEROGENEOUS_JOB,
 )
 # the engine's held_by codes (engine.h GP_HELD_BY_*: none, CPUs, memory) as REASONS
 _HELD_BY_REASON = np.array([0, REASONS.index("Resources:cpu"), REASONS.index("Resources:mem")], dtype=np.int8)
@@ -177,6 +181,9 @@ def simulate_slurm(
     ):
         gpu_cap = np.array([np.inf if c is None else c for c in cap])[qos_index]
         reason[(reason == 0) & (jobs.gpus > gpu_cap)] = REASONS.index(name)
+    if jobs.companion_pods is not None:  # pod sets asking other GPUs: not a job of nodes alike
+        heterogeneous = jobs.gpus > jobs.nodes.astype(np.int64) * jobs.gpus_per_node
+        reason[(reason == 0) & heterogeneous] = REASONS.index(HETEROGENEOUS_JOB)
     usage_factor = np.array([q.usage_factor for q in qos_list])
     top_qos_priority = max(q.priority for q in qos_list)
     qos_factor = np.array([q.priority / top_qos_priority if top_qos_priority else 0.0 for q in qos_list])
