@@ -8,10 +8,17 @@ on one node large enough for the whole cohort."""
 
 from __future__ import annotations
 
+import json
+from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from gpuplan.results.files import events_table
+from gpuplan.sim.kubernetes import simulate_kubernetes
 from gpuplan.sim.outcome import ModelRun
+from gpuplan.workload.jobtable import Labels
 
 from builders import Pods, kubernetes_settings, node_pool, pods
 
@@ -153,3 +160,32 @@ def test_the_event_log_tells_each_workloads_story_in_kueues_words() -> None:
     ]  # fmt: skip
     times = [e["time_s"] for e in events]
     assert times == sorted(times)
+
+
+def test_a_cycle_of_preemptions_at_one_instant_ends() -> None:
+    """A case hypothesis found (tests/kubernetes/data/kueue_preemption_cycle.json): at one instant
+    a ClusterQueue reclaims from a borrowing one, whose high-priority head then preempts it back
+    while borrowing, and so on. Kueue requeues a victim only once its pods are gone, so such a
+    cycle takes time there; in the model a workload evicted twice at one instant preempts again
+    only at a later one, and the run ends."""
+    data = json.loads((Path(__file__).parent / "data" / "kueue_preemption_cycle.json").read_text())
+    jobs, listed = pods(), data["jobs"]
+    for k in range(len(listed["submit_s"])):
+        jobs.job(
+            at=listed["submit_s"][k],
+            run=listed["duration_s"][k],
+            pods=listed["pods"][k],
+            gpus=listed["gpus"][k],
+            team=listed["team"][k],
+            qos=listed["qos"][k],
+            gpu_milli=listed["gpu_milli"][k],
+        )
+    companions = listed["companion_pods"]
+    labels = tuple(dict.fromkeys(companions))
+    table = replace(
+        jobs.table(), companion_pods=Labels(np.array([labels.index(c) for c in companions], np.int32), labels)
+    )
+    pool = node_pool(data["nodes"], name="gpu", cpu_milli=64_000, memory_mib=512_000)
+    run = simulate_kubernetes(table, [pool], kubernetes_settings(**data["kubernetes"]), [])
+    assert run.extra["kubernetes"]["preemption"]["by_kueue"] < 1000  # unbounded before
+    assert run.end_s[np.isfinite(run.end_s)].max() < 20_000

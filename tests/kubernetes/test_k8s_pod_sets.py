@@ -182,71 +182,9 @@ spec:
     assert rows["train"]["end_s"] == 60.0 + 3600.0 + 3600.0
 
 
-def test_kueues_jobset_example_runs_its_driver_beside_its_workers(tmp_path: Path) -> None:
-    # site/static/examples/jobs/sample-jobset.yaml: workers ask 1 CPU, the driver 2, each 200Mi
-    jobset = """\
-apiVersion: jobset.x-k8s.io/v1alpha2
-kind: JobSet
-metadata:
-  generateName: sleep-job-
-  namespace: team-a
-spec:
-  replicatedJobs:
-    - name: workers
-      replicas: 1
-      template:
-        spec:
-          parallelism: 1
-          completions: 1
-          template:
-            spec:
-              containers:
-                - {name: sleep, image: busybox, resources: {requests: {cpu: 1, memory: 200Mi}},
-                   command: [sleep], args: [100s]}
-    - name: driver
-      template:
-        spec:
-          parallelism: 1
-          completions: 1
-          template:
-            spec:
-              containers:
-                - {name: sleep, image: busybox, resources: {requests: {cpu: 2, memory: 200Mi}},
-                   command: [sleep], args: [100s]}
-"""
-    rows = jobs_of(tmp_path, write(tmp_path, jobset, tainted=False))
-    row = rows["sleep-job-1"]
-    assert (row["nodes"], row["gpus"], row["end_s"]) == (1, 0, 100.0)
-    assert row["node_list"] is not None
-
-
-def test_the_csvs_rows_of_one_workload_may_ask_differently(tmp_path: Path) -> None:
-    csv = (
-        "name,namespace,runtime,pods,gpus,cpu,memory\n"
-        "train,team-a,3600,1,0,1,1Gi\n"  # the launcher
-        "train,team-a,3600,2,8,64,512Gi\n"  # the workers
-    )
-    row = jobs_of(tmp_path, write(tmp_path, csv, jobs_file="jobs.csv"))["train"]
-    assert row["node_list"] == "h100-[0-1],a10-0"
-    assert (row["nodes"], row["gpus"]) == (2, 16)
-
-
-def test_slurm_runs_the_workload_on_its_gpu_pods_nodes(tmp_path: Path) -> None:
-    # under Slurm the job is its GPU pods (sbatch --nodes 2 --gpus-per-node 8), its launcher the
-    # batch step on the first node
-    row = jobs_of(tmp_path, write(tmp_path, mpijob(), a10=False), model="slurm")["train"]
-    assert (row["nodes"], row["gpus"], row["node_list"]) == (2, 16, "h100[0-1]")  # Slurm's hostlist
-
-
-def refused(tmp_path: Path, jobs: str, kueue: str = "      enable: false") -> str:
-    scenario = write(tmp_path, jobs, kueue=kueue)
-    code, _, err = gpuplan("simulate", str(scenario), "--model", "kubernetes", "--out", str(tmp_path / "o"))
-    assert code == 2, err
-    return err
-
-
-def jobset(name: str, worker_gpus: int, driver_gpus: int, created: int = 0) -> str:
-    """Kueue's JobSet example (sample-jobset.yaml) restated with GPUs: one worker, one driver."""
+def jobset(name: str, worker_gpus: int = 0, driver_gpus: int = 0, created: int = 0) -> str:
+    """Kueue's JobSet example (sample-jobset.yaml: one worker asking 1 CPU, one driver asking 2,
+    each 200Mi, sleeping 100 s), with GPUs too when given."""
     return f"""\
 apiVersion: jobset.x-k8s.io/v1alpha2
 kind: JobSet
@@ -279,6 +217,37 @@ spec:
                    resources: {{requests: {{nvidia.com/gpu: {driver_gpus}, cpu: 2, memory: 200Mi}}}}}}
 ---
 """
+
+
+def test_kueues_jobset_example_runs_its_driver_beside_its_workers(tmp_path: Path) -> None:
+    row = jobs_of(tmp_path, write(tmp_path, jobset("sleep-job"), tainted=False))["sleep-job"]
+    assert (row["nodes"], row["gpus"], row["end_s"]) == (1, 0, 100.0)
+    assert row["node_list"] is not None
+
+
+def test_the_csvs_rows_of_one_workload_may_ask_differently(tmp_path: Path) -> None:
+    csv = (
+        "name,namespace,runtime,pods,gpus,cpu,memory\n"
+        "train,team-a,3600,1,0,1,1Gi\n"  # the launcher
+        "train,team-a,3600,2,8,64,512Gi\n"  # the workers
+    )
+    row = jobs_of(tmp_path, write(tmp_path, csv, jobs_file="jobs.csv"))["train"]
+    assert row["node_list"] == "h100-[0-1],a10-0"
+    assert (row["nodes"], row["gpus"]) == (2, 16)
+
+
+def test_slurm_runs_the_workload_on_its_gpu_pods_nodes(tmp_path: Path) -> None:
+    # under Slurm the job is its GPU pods (sbatch --nodes 2 --gpus-per-node 8), its launcher the
+    # batch step on the first node
+    row = jobs_of(tmp_path, write(tmp_path, mpijob(), a10=False), model="slurm")["train"]
+    assert (row["nodes"], row["gpus"], row["node_list"]) == (2, 16, "h100[0-1]")  # Slurm's hostlist
+
+
+def refused(tmp_path: Path, jobs: str, kueue: str = "      enable: false") -> str:
+    scenario = write(tmp_path, jobs, kueue=kueue)
+    code, _, err = gpuplan("simulate", str(scenario), "--model", "kubernetes", "--out", str(tmp_path / "o"))
+    assert code == 2, err
+    return err
 
 
 def test_kueue_counts_every_pod_sets_gpus_of_a_jobset(tmp_path: Path) -> None:

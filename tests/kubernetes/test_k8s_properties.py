@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from gpuplan.scenario.kubernetes import KubernetesSettings
 from gpuplan.sim.kubernetes.cluster import MILLI
 from gpuplan.sim.kubernetes.model import PLACING, RUNNING, KubernetesRun
-from gpuplan.sim.outcome import COMPLETED, REJECTED
+from gpuplan.sim.outcome import COMPLETED, PREEMPTED, REJECTED
 from gpuplan.workload.jobtable import JobTable, Labels
 
 from builders import kubernetes_settings, node_pool, pods
@@ -119,6 +119,11 @@ def queues(draw: Any) -> list[dict[str, Any]]:
     return result
 
 
+def labels_of(values: list[str]) -> Labels:
+    distinct = tuple(dict.fromkeys(values))
+    return Labels(np.array([distinct.index(v) for v in values], np.int32), distinct)
+
+
 @st.composite
 def scenarios(draw: Any) -> tuple[JobTable, np.ndarray, KubernetesSettings, int]:
     rows = draw(job_rows)
@@ -127,10 +132,15 @@ def scenarios(draw: Any) -> tuple[JobTable, np.ndarray, KubernetesSettings, int]
         jobs.job(at=float(submit), run=float(run), pods=job_pods, gpus=gpus, team=team, qos=qos)
     milli = np.array([r[5] if r[3] == 1 else 1000 for r in rows], np.int32)
     companions = [r[7] for r in rows]
-    labels = tuple(dict.fromkeys(companions))
+    # a NoExecute taint on the pool, which some jobs tolerate for a while: the taint-eviction
+    # controller evicts their pods, the Job controller replaces them up to their backoffLimit
+    evicting = draw(st.booleans())
+    tolerations = [f"dedicated|Exists||NoExecute|{draw(st.sampled_from(['', '300', '900']))}" for _ in rows]
     table = replace(
         jobs.table(),
-        companion_pods=Labels(np.array([labels.index(c) for c in companions], np.int32), labels),
+        companion_pods=labels_of(companions),
+        tolerations=labels_of(tolerations if evicting else [""] * len(rows)),
+        backoff_limit=np.array([draw(st.sampled_from([-1, 0, 2, 6])) for _ in rows], np.int32),
     )
     kueue: dict[str, Any] = {"enable": draw(st.booleans())}
     if kueue["enable"]:
@@ -139,6 +149,9 @@ def scenarios(draw: Any) -> tuple[JobTable, np.ndarray, KubernetesSettings, int]
         if draw(st.booleans()):
             kueue["waitForPodsReady"] = {"enable": True, "timeout": "5m"}
     values = {
+        "nodePools": [{"pool": "gpu", "taints": [{"key": "dedicated", "effect": "NoExecute"}]}]
+        if evicting
+        else [],
         "kueue": kueue,
         "scheduler": {"scoringStrategy": draw(st.sampled_from(["LeastAllocated", "MostAllocated"]))},
         "priorities": {
@@ -163,10 +176,11 @@ def test_no_node_is_over_committed_and_quota_holds(
     run.check()
     assert CheckedRun.checks > 0
     outcome = run.outcome(0.0)
-    # every job ends, is rejected, or is stuck in a gang deadlock / behind quota it can never get
+    # every job ends (completes, or fails past its backoffLimit), is rejected, or is stuck in a
+    # gang deadlock / behind quota it can never get
     gang = outcome.extra["kubernetes"]["gang"]
     if not config.kueue.enable and not gang["deadlocked"]:
-        assert ((outcome.state == COMPLETED) | (outcome.state == REJECTED)).all()
+        assert np.isin(outcome.state, [COMPLETED, REJECTED, PREEMPTED]).all()
     single_pod = (run.pods == 1).all()  # no companions either
     if single_pod and not config.kueue.enable:
         assert not gang["deadlocked"]  # one-pod jobs cannot deadlock

@@ -17,7 +17,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from builders import gpuplan, simulate_into
+from builders import gpuplan, job_events, simulate_into
 
 SCENARIO = """\
 name: taints
@@ -210,14 +210,70 @@ def refusal(tmp_path: Path, jobs: str, more: str) -> tuple[int, str]:
     return code, err
 
 
-def test_a_toleration_seconds_that_would_evict_is_refused_at_its_line(tmp_path: Path) -> None:
-    # the taint-eviction controller would evict the pods from a10 an hour after they are bound there
+def with_spec(manifest: str, lines: str) -> str:
+    """A job() manifest with more fields under its ``spec``."""
+    return manifest.replace("spec:\n  template:", f"spec:\n{lines}  template:", 1)
+
+
+def test_a_toleration_seconds_that_would_evict_is_refused_where_pod_failures_are_not_modelled(
+    tmp_path: Path,
+) -> None:
+    # the taint-eviction controller would evict the pods from a10 an hour after they are bound
+    # there; a podFailurePolicy (here: ignore disruptions) decides what then, which is not modelled
     timed = "[{key: dedicated, operator: Exists, effect: NoExecute, tolerationSeconds: 3600}]"
-    code, err = refusal(tmp_path, job("timed", timed), DEDICATED)
+    policy = "  podFailurePolicy: {rules: [{action: Ignore, onPodConditions: [{type: DisruptionTarget}]}]}\n"
+    code, err = refusal(tmp_path, with_spec(job("timed", timed), policy), DEDICATED)
     assert code == 2
-    assert "jobs.yaml:10: tolerations: team-a/timed" in err
-    assert "dedicated=batch:NoExecute for 3600 s" in err
+    assert "jobs.yaml:11: tolerations: team-a/timed" in err
+    assert "dedicated=batch:NoExecute for 3600 s" in err and "podFailurePolicy" in err
     assert "Traceback" not in err
+
+
+TIMED = "[{key: dedicated, operator: Exists, effect: NoExecute, tolerationSeconds: 600}]"
+
+
+def test_the_taint_eviction_controller_evicts_pods_after_their_toleration_seconds(tmp_path: Path) -> None:
+    # Kubernetes "Taints and Tolerations": a pod tolerating a NoExecute taint for tolerationSeconds
+    # stays bound that long, then is evicted. Only a10 takes the job (h100's GPU taint is not
+    # tolerated): evicted 600 s after each bind, the Job controller replaces the pod after its
+    # back-off (10 s), and fails the Job past its backoffLimit (1): BackoffLimitExceeded
+    jobs = with_spec(job("timed", TIMED), "  backoffLimit: 1\n")
+    (tmp_path / "jobs.yaml").write_text(jobs)
+    text = SCENARIO.format(ert="false", more=DEDICATED, kueue="      enable: false")
+    (tmp_path / "scenario.yaml").write_text(text)
+    simulate_into(tmp_path / "scenario.yaml", tmp_path / "out")
+    events = [(e["time_s"], e["event"], e["reason"]) for e in job_events(tmp_path / "out")]
+    assert events == [
+        (0.0, "Created", None),
+        (0.0, "PodsReady", None),
+        (600.0, "Evicted", "DeletionByTaintManager"),
+        (610.0, "PodsReady", None),
+        (1210.0, "Evicted", "DeletionByTaintManager"),
+        (1210.0, "Finished", "BackoffLimitExceeded"),
+    ]
+    (row,) = pq.read_table(tmp_path / "out" / "jobs.parquet").to_pylist()
+    assert (row["state"], row["reason"], row["end_s"]) == ("preempted", "BackoffLimitExceeded", 1210.0)
+
+
+def test_a_job_done_before_its_toleration_seconds_is_not_evicted(tmp_path: Path) -> None:
+    longer = TIMED.replace("600", "7200")
+    placed = pools_of(tmp_path, job("timed", longer), more=DEDICATED)
+    assert placed["timed"] == ("a10-0", None)
+    assert all(e["event"] != "Evicted" for e in job_events(tmp_path / "out"))
+
+
+def test_kueue_keeps_the_quota_of_a_job_replacing_evicted_pods(tmp_path: Path) -> None:
+    # a10's 4 GPUs of quota: "waiting" is admitted only when "timed" fails at 1210 s; during the
+    # Job controller's back-off (600-610 s) the Workload stays admitted, holding its quota
+    kueue = "      clusterQueues:\n        - {name: q, flavors: [{name: a10, nominalQuota: 4}]}"
+    jobs = with_spec(job("timed", TIMED), "  backoffLimit: 1\n") + job("waiting", EXISTS_DEDICATED, created=1)
+    placed = pools_of(tmp_path, jobs, more=DEDICATED, kueue=kueue)
+    assert placed["waiting"][0] == "a10-0"
+    rows = {r["name"]: r for r in pq.read_table(tmp_path / "out" / "jobs.parquet").to_pylist()}
+    assert rows["team-a/waiting"]["start_s"] == 1210.0
+
+
+EXISTS_DEDICATED = "[{key: dedicated, operator: Exists}]"
 
 
 @pytest.mark.parametrize(

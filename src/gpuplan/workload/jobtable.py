@@ -203,6 +203,9 @@ class JobTable:
     tolerations: Labels | None = None  # its pods' tolerations (scenario.kubernetes.format_tolerations)
     # its pod sets that ask GPUs (a Kueue Workload's podSets), merged as they ask alike (1: one)
     pod_sets: Int32 | None = None
+    # a Kubernetes batch Job's spec.backoffLimit: the pod failures its controller retries (-1: no
+    # batch Job, or one whose pod failures are not modelled)
+    backoff_limit: Int32 | None = None
     # its pods beyond ``nodes``: pod sets that ask other requests (an MPIJob's launcher, a JobSet's
     # driver, a RayJob's head), as format_companions writes them ("": none)
     companion_pods: Labels | None = None
@@ -220,6 +223,8 @@ class JobTable:
             return np.zeros(len(self), dtype=np.int32)
         if name == "pod_sets":
             return np.ones(len(self), dtype=np.int32)
+        if name == "backoff_limit":
+            return np.full(len(self), -1, dtype=np.int32)
         return np.full(len(self), np.nan)
 
     def text(self, name: str) -> Labels:

@@ -96,6 +96,7 @@ SHAPE_SELECTOR = "node.kubernetes.io/instance-type"  # OKE's label: the node's O
 GPU = "nvidia.com/gpu"
 IGNORED_RESOURCES = ("ephemeral-storage",)
 TOLERATIONS = "tolerations"  # the field of a check on the pod sets' tolerations (a CSV's column)
+DEFAULT_BACKOFF_LIMIT = 6  # a batch Job's spec.backoffLimit when unset (the Job API's default)
 # Topology Aware Scheduling requests on a pod template (constants.PodSetRequiredTopologyAnnotation...)
 REQUIRED_TOPOLOGY = "kueue.x-k8s.io/podset-required-topology"
 PREFERRED_TOPOLOGY = "kueue.x-k8s.io/podset-preferred-topology"
@@ -177,6 +178,9 @@ class ListedJob:
     # lines of the fields a check against the scenario may name (a manifest's; a CSV row has one)
     field_lines: dict[str, int] = field(default_factory=dict, compare=False)
     companions: tuple[PodSet, ...] = ()  # pod sets that ask other requests (merge_pod_sets)
+    # a batch Job's spec.backoffLimit: the pod failures (taint evictions) its controller retries;
+    # None where pod failures are not modelled (other kinds, a Job's podFailurePolicy)
+    backoff_limit: int | None = None
 
 
 def merge_pod_sets(
@@ -571,6 +575,9 @@ def _manifest_job(doc: _Document, order: int, selectors: Selectors) -> ListedJob
                 f"the job runs {runtime:g} s, past its activeDeadlineSeconds ({deadline:g}): the Job "
                 "controller would fail it, which is not modelled",
             )
+    backoff_limit = None
+    if kind == "Job" and not data["spec"].get("podFailurePolicy"):
+        backoff_limit = doc.count(data["spec"], ("spec", "backoffLimit"), DEFAULT_BACKOFF_LIMIT)
     queue = labels.get(QUEUE_LABEL) or annotations.get(QUEUE_LABEL) or ""
     where = {
         TOLERATIONS: (*raw_sets[0][2], "spec", "tolerations"),
@@ -594,6 +601,7 @@ def _manifest_job(doc: _Document, order: int, selectors: Selectors) -> ListedJob
         line=doc.line(),
         field_lines={key: doc.line(loc) for key, loc in where.items()},
         companions=companions,
+        backoff_limit=backoff_limit,
     )
 
 
@@ -736,7 +744,12 @@ def read_job_csv(path: Path, selectors: Selectors) -> list[ListedJob]:
             return InputError(message, path=path, line=rows[i][1], field=column)
 
         merged, count, companions = merge_pod_sets([pod_set for pod_set, _ in rows], refuse)
-        listed.append(replace(job, pod_set=merged, pod_sets=count, companions=companions))
+        # a row alone is a batch Job of the default backoffLimit; several rows, a workload of pod
+        # sets whose kind (and so its handling of pod failures) the CSV does not say
+        backoff_limit = DEFAULT_BACKOFF_LIMIT if len(rows) == 1 else None
+        listed.append(
+            replace(job, pod_set=merged, pod_sets=count, companions=companions, backoff_limit=backoff_limit)
+        )
     return listed
 
 
@@ -862,6 +875,7 @@ def listed_table(
         topology_request=labels([j.pod_set.topology for j in jobs]),
         tolerations=labels([j.pod_set.tolerations for j in jobs]),
         pod_sets=np.array([j.pod_sets for j in jobs], np.int32),
+        backoff_limit=np.array([-1 if j.backoff_limit is None else j.backoff_limit for j in jobs], np.int32),
         companion_pods=labels(
             [
                 format_companions([(c.count, c.gpus, c.cpu_milli, c.memory_mib) for c in j.companions])
@@ -943,13 +957,15 @@ def read_checked_list(loaded: LoadedScenario, workload: JobListWorkload) -> list
 
 def _timed_eviction(job: ListedJob, kubernetes: KubernetesSettings, pools: list[str]) -> str:
     """Why the job's pods would be evicted from a pool they may use by a NoExecute taint they
-    tolerate for tolerationSeconds ("" if not): the taint-eviction controller's timed eviction is
-    not modelled. Its pods may use a pool its node selector allows whose taints they tolerate, with
-    the flavor's tolerations when Kueue manages the job (those come after the pod's own, and give
-    no tolerationSeconds), and with ExtendedResourceToleration's."""
+    tolerate for tolerationSeconds, where what follows is not modelled ("" if it is, or if they
+    would not be): a batch Job's controller retries evicted pods up to its backoffLimit, which the
+    model follows; other kinds' failure policies are not modelled. Its pods may use a pool its node
+    selector allows whose taints they tolerate, with the flavor's tolerations when Kueue manages
+    the job (those come after the pod's own, and give no tolerationSeconds), and with
+    ExtendedResourceToleration's."""
     own = parse_tolerations(job.pod_set.tolerations)
-    if all(t.tolerationSeconds is None for t in own):
-        return ""
+    if job.backoff_limit is not None or all(t.tolerationSeconds is None for t in own):
+        return ""  # a batch Job's evicted pods are modelled (its controller's backoffLimit)
     managed = _cluster_queue(job, kubernetes) is not None
     # the pods asking GPUs get ExtendedResourceToleration's, others do not
     asks_gpus = {s.gpus > 0 for s in (job.pod_set, *job.companions)}
@@ -971,7 +987,9 @@ def _timed_eviction(job: ListedJob, kubernetes: KubernetesSettings, pools: list[
             return (
                 f"its pods tolerate pool {node_pool.pool!r}'s taint {taint.key}{value}:NoExecute for "
                 f"{seconds} s (tolerationSeconds), after which the taint-eviction controller would evict "
-                "them, which is not modelled: drop tolerationSeconds, or keep the job off that pool"
+                "them; what its controller then does (a JobSet's failurePolicy, the training operator's "
+                "restartPolicy, a Job's podFailurePolicy) is not modelled, a batch Job's backoffLimit is: "
+                "drop tolerationSeconds, or keep the job off that pool"
             )
     return ""
 

@@ -53,6 +53,10 @@ class Mode(IntEnum):
     FIT = 3
 
 
+# evictions of one workload by Kueue at one instant after which it may not preempt until a later one
+REPREEMPTIONS_PER_INSTANT = 2
+
+
 @dataclass(frozen=True)
 class QueuePolicy:
     """A ClusterQueue's queueing strategy, flavors (in order) and preemption policies."""
@@ -265,6 +269,8 @@ class Kueue:
         self.dirty: set[int] = set(range(len(policies)))  # queues whose usage or pending changed
         self.stopped_marks = [_Marks() for _ in policies]  # when a stopped queue held workloads
         self.now = 0.0
+        # per workload, its preemptions by Kueue this instant (see schedule)
+        self.evicted_now: dict[int, int] = {}
 
     # -- queue manager ---------------------------------------------------------------------------
 
@@ -738,6 +744,8 @@ class Kueue:
         Returns the number admitted."""
         admitted = 0
         tree = self.tree
+        if now != self.now:
+            self.evicted_now.clear()
         self.now = now
         if self.settled == (self.pushes, tree.changes):
             return 0  # nothing was queued and no quota changed since nothing fitted
@@ -788,11 +796,18 @@ class Kueue:
                         reserved.append((node, decision.flavor, amount))
                 if decision.mode <= Mode.NO_CANDIDATES or (decision.mode == Mode.PREEMPT and progressed):
                     continue  # retried in the next cycle
+                if decision.victims and self.evicted_now.get(decision.job, 0) >= REPREEMPTIONS_PER_INSTANT:
+                    # Kueue requeues a victim once its pods are gone, so a chain of preemptions takes
+                    # time: here it is instant, and a cycle (A reclaims from B, which preempts C while
+                    # borrowing, which reclaims from A...) would never end. A workload evicted twice
+                    # this instant preempts again at a later one.
+                    continue
                 for victim in decision.victims:
                     if self.queue_of[victim] == decision.queue:
                         self.within_queue_preemptions += 1
                     else:
                         self.reclaims += 1
+                    self.evicted_now[victim] = self.evicted_now.get(victim, 0) + 1
                     evict(victim)
                 self._admit(decision)
                 admit(decision)

@@ -70,6 +70,7 @@ from gpuplan.sim.kubernetes.setup import (
     build_kueue,
     cluster_queues,
     companion_requests,
+    eviction_times,
     job_priorities,
     job_reach,
     kueue_flavors,
@@ -82,6 +83,7 @@ from gpuplan.sim.kubernetes.setup import (
 )
 from gpuplan.sim.kubernetes.tas import pod_capacity, tas_flavors
 from gpuplan.sim.outcome import COMPLETED, REJECTED, UNFINISHED, ModelRun, PoolSchedule, QueueSeries
+from gpuplan.sim.outcome import PREEMPTED as ENDED_BY_EVICTIONS  # events.PREEMPTED is Kueue's reason
 from gpuplan.sim.recorder import EventRecorder
 from gpuplan.workload.jobtable import Int32, Int64, JobTable, Labels
 from gpuplan.workload.k8s_pods import PodRequests
@@ -93,7 +95,19 @@ if TYPE_CHECKING:
 MODEL = "kubernetes"
 
 # Event kinds, in the order they apply within one instant.
-END, NODE_READY, SUBMIT, PODS_READY_TIMEOUT, REQUEUE, HPA_SYNC, CA_SCAN, KUEUE_CHANGE, POD_CREATED = range(9)
+(
+    END,
+    NODE_READY,
+    SUBMIT,
+    PODS_READY_TIMEOUT,
+    REQUEUE,
+    HPA_SYNC,
+    CA_SCAN,
+    KUEUE_CHANGE,
+    POD_CREATED,
+    TAINT_EVICTION,
+    POD_BACKOFF,
+) = range(11)
 PERIODIC = (HPA_SYNC, CA_SCAN)
 MAX_ROUNDS = 20  # admission + scheduling rounds per instant (each round needs a preemption to repeat)
 
@@ -123,6 +137,13 @@ UNBOUNDED_REQUEUES = 1000
 #   evicted UNBOUNDED_REQUEUES times, Kueue would go on requeuing it).
 # Pods pending in kube-scheduler before the job ran are Slurm's Resources: not kept.
 REQUEUING_LIMIT_EXCEEDED = "RequeuingLimitExceeded"
+# a batch Job's pods evicted by the taint-eviction controller (the DisruptionTarget condition's
+# reason) more often than its backoffLimit allows: the Job fails (JobReasonBackoffLimitExceeded)
+DELETION_BY_TAINT_MANAGER = "DeletionByTaintManager"
+BACKOFF_LIMIT_EXCEEDED = "BackoffLimitExceeded"
+# the Job controller's back-off before it replaces failed pods: 10 s, doubling, at most 6 min
+# (pkg/controller/job/job_controller.go: DefaultJobPodFailureBackOff, MaxJobPodFailureBackOff)
+POD_FAILURE_BACKOFF_S, MAX_POD_FAILURE_BACKOFF_S = 10.0, 360.0
 EVICTED_BY_PODS_READY_TIMEOUT = "PodsReadyTimeout"
 UNSCHEDULABLE = "Unschedulable"
 
@@ -177,6 +198,13 @@ class KubernetesRun:
             for j, companions in self.companions.items()
         }
         self.bound: dict[int, list[PodRequest]] = {j: [] for j in self.companions}
+        # NoExecute taints tolerated for tolerationSeconds: per job, per pool, how long after a pod
+        # is bound there the taint-eviction controller evicts it, and the next such eviction due
+        self.evict_after = eviction_times(jobs, taint_filter)
+        self.eviction_due: dict[int, float] = {}
+        self.backoff_limit: list[int] = np.asarray(jobs.column("backoff_limit"), np.int64).tolist()
+        self.pod_failures = [0] * n
+        self.ready_deadline: dict[int, float] = {}  # waitForPodsReady's, since the last admission
         # pods' priority (kube-scheduler) and the workload's (Kueue)
         self.priority, self.workload_priority = job_priorities(jobs, settings)
         self.pod_priority: list[int] = self.priority.tolist()
@@ -242,7 +270,15 @@ class KubernetesRun:
         self.freed = True  # capacity was freed since the last pass: every pending pod is tried again
         self.newly_admitted: list[int] = []
         self.counts = dict.fromkeys(
-            ("fragmented", "timeouts", "deactivated", "kueue_preemptions", "pod_preemptions"), 0
+            (
+                "fragmented",
+                "timeouts",
+                "deactivated",
+                "kueue_preemptions",
+                "pod_preemptions",
+                "taint_evictions",
+            ),
+            0,
         )
         # timeline bookkeeping, per pool
         self.pool_used = [0] * len(pools)
@@ -548,6 +584,13 @@ class KubernetesRun:
         elif kind == PODS_READY_TIMEOUT:
             if self.generation[a] == b and self.state[a] == PLACING:
                 self._pods_ready_timeout(a)
+        elif kind == TAINT_EVICTION:
+            # due still: not since released (its pods deleted, or a PodGroup's bind undone)
+            if self.generation[a] == b and self.eviction_due.get(a) == self.now:
+                self._taint_evicted(a)
+        elif kind == POD_BACKOFF:
+            if self.generation[a] == b and self.state[a] == PLACING:
+                self._send_pods(a)
         elif kind == NODE_READY:
             self._node_ready(a)
         elif kind == HPA_SYNC:
@@ -632,6 +675,9 @@ class KubernetesRun:
     def _create_pods(self, j: int) -> None:
         """The Job runs (Kueue unsuspends it): the Job controller creates its pods (_send_batches)."""
         self._begin_placing(j)
+        self._send_pods(j)
+
+    def _send_pods(self, j: int) -> None:
         self.created[j] = 0
         self.creations[j] = PodCreation(self.pod_count[j])
         self.sending.append((j, self.generation[j]))
@@ -695,7 +741,8 @@ class KubernetesRun:
             self._create_pods(j)
         self.newly_admitted.append(j)
         if self.wait_ready.enable:
-            self._push(self.now + self.wait_ready.timeout, PODS_READY_TIMEOUT, j, self.generation[j])
+            self.ready_deadline[j] = self.now + self.wait_ready.timeout
+            self._push(self.ready_deadline[j], PODS_READY_TIMEOUT, j, self.generation[j])
 
     def _place_by_topology(self, j: int, placement: tuple[tuple[int, int], ...]) -> None:
         """The pods of a TAS workload go to the nodes Kueue assigned (the pod template's node
@@ -743,10 +790,20 @@ class KubernetesRun:
         self.index.add(node, j, self.pod_priority[j], pod)
         if self.bound and j in self.bound:
             self.bound[j].append(pod)
+        # a PodGroup's pods wait at Permit, not bound, until the group binds (_bind_pod_group)
+        if self.evict_after and j in self.evict_after and not self.gang_scheduled[j]:
+            self._evict_after(j, self.evict_after[j][self.pool_of_node[node]])
         self._idle_until_now(j)
         p = self.pod_start[j] + self.placed[j]
         self.pod_node[p], self.pod_mask[p] = node, mask
         self.placed[j] += 1
+
+    def _evict_after(self, j: int, after: float) -> None:
+        """A pod of job ``j`` bound now is evicted ``after`` seconds from now (inf: never), the
+        job's pods from the first such eviction on (TAINT_EVICTION)."""
+        if self.now + after < self.eviction_due.get(j, math.inf):
+            self.eviction_due[j] = self.now + after
+            self._push(self.now + after, TAINT_EVICTION, j, self.generation[j])
 
     def _release_pods(self, j: int) -> None:
         pod, priority = self.requests[j], self.pod_priority[j]
@@ -765,6 +822,8 @@ class KubernetesRun:
         self.placed[j] = 0
         if bound is not None:
             bound.clear()
+        if self.eviction_due:
+            self.eviction_due.pop(j, None)  # its pods' evictions are due no more
         self.freed = True
 
     def _leave(self, j: int, state: int) -> None:
@@ -773,6 +832,8 @@ class KubernetesRun:
             self._end_placing(j)
         self.generation[j] += 1
         self.creations.pop(j, None)  # the pods not yet created never will be
+        if self.ready_deadline:
+            self.ready_deadline.pop(j, None)
         self._release_pods(j)
         if self.kueue is not None and self.kueue.flavor_of[j] >= 0:
             self.kueue.release(j)
@@ -780,6 +841,8 @@ class KubernetesRun:
 
     def _start(self, j: int) -> None:
         self._end_placing(j)
+        if self.ready_deadline:
+            self.ready_deadline.pop(j, None)  # ready: waitForPodsReady's timeout no longer applies
         self.state[j] = RUNNING
         if math.isnan(self.start_s[j]):
             self.start_s[j] = self.now
@@ -801,19 +864,60 @@ class KubernetesRun:
         self.end_s[j] = self.now
         self._leave(j, DONE)
 
-    def _evict(self, j: int, requeue_after: float | None) -> None:
-        """Preempted or timed out: pods deleted, work since the last checkpoint lost, queued again."""
+    def _interrupt(self, j: int) -> None:
+        """A running job stops: the work since its last checkpoint is lost."""
         if self.state[j] == RUNNING:
             executed = self.now - float(self.run_began[j])
             saved = checkpointed(executed, float(self.checkpoint[j]))  # the engine's rule, as Slurm's
             self.lost_gpu_s[j] += (executed - saved) * self.job_gpus[j]
             self.done_work[j] += saved
             self.remaining[j] = float(self.jobs.duration_s[j]) - self.done_work[j]
+
+    def _evict(self, j: int, requeue_after: float | None) -> None:
+        """Preempted or timed out: pods deleted, work since the last checkpoint lost, queued again."""
+        self._interrupt(j)
         self._leave(j, QUEUED)
         if requeue_after is None:
             self._enqueue(j)
         else:
             self._push(self.now + requeue_after, REQUEUE, j, self.generation[j])
+
+    def _taint_evicted(self, j: int) -> None:
+        """The taint-eviction controller deletes a pod of the job tolerationSeconds after it was
+        bound to a node with a NoExecute taint it tolerates (taint_eviction.go: processPodOnNode).
+        The Job controller counts the failed pod: past the Job's backoffLimit the Job fails
+        (BackoffLimitExceeded), else it replaces the pod after its pod-failure back-off
+        (job_controller.go). The model's job needs all its pods, so its run restarts, the work since
+        its last checkpoint lost; it keeps its Kueue admission (the Workload stays admitted while the
+        Job replaces pods)."""
+        del self.eviction_due[j]
+        queue = self._queue_name(j)
+        self.counts["taint_evictions"] += 1
+        self.log.add(j, self.now, EVICTED, DELETION_BY_TAINT_MANAGER, queue=queue)
+        self.pod_failures[j] += 1
+        self._interrupt(j)
+        if self.pod_failures[j] > self.backoff_limit[j]:
+            self.lost_gpu_s[j] += self.done_work[j] * self.job_gpus[j]  # its saved work, wasted too
+            self._leave(j, INACTIVE)
+            self.given_up[j] = BACKOFF_LIMIT_EXCEEDED
+            self.end_s[j] = self.now
+            self.log.add(j, self.now, FINISHED, BACKOFF_LIMIT_EXCEEDED, queue=queue)
+            return
+        if self.state[j] == RUNNING:  # its pods are pending again: not ready
+            self._release_pods(j)
+            self._begin_placing(j)
+            self._queued(j, +1)
+        else:
+            self._idle_until_now(j)
+            self._release_pods(j)
+        self.generation[j] += 1  # the pods' keys and the run's END are stale
+        self.creations.pop(j, None)
+        self.created[j] = 0
+        backoff = POD_FAILURE_BACKOFF_S * 2.0 ** min(self.pod_failures[j] - 1, 64)
+        self._push(self.now + min(backoff, MAX_POD_FAILURE_BACKOFF_S), POD_BACKOFF, j, self.generation[j])
+        ready_by = self.ready_deadline.get(j)
+        if ready_by is not None:  # not ready since its admission: waitForPodsReady's timeout stands
+            self._push(ready_by, PODS_READY_TIMEOUT, j, self.generation[j])
 
     def _preempted_by_kueue(self, j: int) -> None:
         self.preemptions[j] += 1
@@ -970,6 +1074,10 @@ class KubernetesRun:
                 self._release_pods(j)
                 return False
             self._bind(j, node, pod)
+        if self.evict_after and j in self.evict_after:  # bound together: their evictions are due
+            first, after = self.pod_start[j], self.evict_after[j]
+            for node in self.pod_node[first : first + self.placed[j]]:
+                self._evict_after(j, after[self.pool_of_node[node]])
         return True
 
     def _preempt_for(self, pod: PodRequest, priority: int) -> int:
@@ -1212,11 +1320,19 @@ class KubernetesRun:
         state[self.rejected] = REJECTED
         reason = self._reasons()
         state[reason.codes == reason.labels.index(REQUEUING_LIMIT_EXCEEDED)] = REJECTED
-        start_s = np.where(completed, self.start_s, np.nan)
-        end_s = np.where(completed, self.end_s, np.nan)
+        # a Job failed past its backoffLimit: ended by its evictions if it ran, else it never could
+        failed = np.zeros(n, bool)
+        if BACKOFF_LIMIT_EXCEEDED in reason.labels:
+            failed = reason.codes == reason.labels.index(BACKOFF_LIMIT_EXCEEDED)
+        ran = np.isfinite(self.start_s)
+        state[failed & ran] = ENDED_BY_EVICTIONS
+        state[failed & ~ran] = REJECTED
+        ended = completed | (failed & ran)  # those whose start, end and last nodes stand
+        start_s = np.where(ended, self.start_s, np.nan)
+        end_s = np.where(ended, self.end_s, np.nan)
         final_node = np.array(self.final_node, np.int32)
         first_node = final_node[np.minimum(self.first_pod[:-1], max(len(final_node) - 1, 0))]
-        ran_on = np.where((self.pods > 0) & completed, first_node, -1) if len(final_node) else np.full(n, -1)
+        ran_on = np.where((self.pods > 0) & ended, first_node, -1) if len(final_node) else np.full(n, -1)
         selected = np.maximum(np.array(self.pool_sel, np.int32), 0)
         pool_of_job = np.where(ran_on >= 0, self.nodes.pool[np.maximum(ran_on, 0)], selected).astype(np.int32)
         rows = np.array(self.rows, dtype=np.float64).reshape(-1, 5)
@@ -1231,7 +1347,7 @@ class KubernetesRun:
                 mine[:, 4].astype(np.int32),
             )
             placement = PoolPlacement(
-                timeline, self.nodes, final_node, self.first_pod, members, completed[members]
+                timeline, self.nodes, final_node, self.first_pod, members, ended[members]
             )
             nodes = max(spec.nodes, spec.max_nodes)
             pool = Pool(spec.name, nodes, spec.gpus_per_node, spec.name, spec.price_per_gpu_hour)
@@ -1241,7 +1357,7 @@ class KubernetesRun:
             model=MODEL,
             settings=self._echo(),
             jobs=self.jobs,
-            run_s=self.jobs.duration_s.astype(np.float64).copy(),
+            run_s=np.where(failed, 0.0, self.jobs.duration_s),  # a failed job's runs are lost_gpu_s
             state=state,
             start_s=start_s,
             end_s=end_s,
@@ -1324,6 +1440,8 @@ class KubernetesRun:
                 "by_kueue": self.counts["kueue_preemptions"],
                 "by_kube_scheduler": self.counts["pod_preemptions"],
             },
+            # pods deleted by the taint-eviction controller (tolerationSeconds of a NoExecute taint)
+            "taint_evictions": self.counts["taint_evictions"],
             # jobs whose CPU or memory requests were not checked against nodes of unknown capacity
             "requests_not_checked_jobs": self._requests_not_checked(),
             "merged_pod_sets_jobs": self.merged_pod_sets,

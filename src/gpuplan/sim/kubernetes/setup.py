@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -15,6 +16,7 @@ from gpuplan.scenario.kubernetes import (
     KubernetesSettings,
     Toleration,
     parse_tolerations,
+    timed_eviction,
     tolerates_all,
 )
 from gpuplan.scenario.kubernetes import Kueue as KueueSettings
@@ -491,6 +493,15 @@ class TaintFilter:
             found = self.cache[key] = () if len(ok) == len(self.taints) else ok or (NO_POOL,)
         return found
 
+    def eviction_s(self, tolerations: str) -> tuple[float, ...]:
+        """Per pool, how long after it is bound there a pod of these ``tolerations`` is evicted
+        by a NoExecute taint it tolerates for tolerationSeconds (timed_eviction), inf for never.
+        The pod's own tolerations decide: they come before those ExtendedResourceToleration and a
+        flavor add, which give no tolerationSeconds (the first matching toleration counts)."""
+        parsed = parse_tolerations(tolerations)
+        found = [timed_eviction(parsed, pool_taints) for pool_taints in self.taints]
+        return tuple(math.inf if f is None else float(f[1]) for f in found)
+
 
 def tolerated_pools(
     jobs: JobTable, taint_filter: TaintFilter, managed: list[bool]
@@ -555,3 +566,17 @@ def companion_requests(
             own_pools=tuple(own),
         )
     return result
+
+
+def eviction_times(jobs: JobTable, taint_filter: TaintFilter) -> dict[int, tuple[float, ...]]:
+    """Per job some pool would evict the pods of after a while (TaintFilter.eviction_s), those
+    times per pool."""
+    if not taint_filter.tainted:
+        return {}
+    column = jobs.text("tolerations")
+    per_label = [taint_filter.eviction_s(text) if text else () for text in column.labels]
+    return {
+        j: per_label[code]
+        for j, code in enumerate(column.codes.tolist())
+        if per_label[code] and min(per_label[code]) < math.inf
+    }
