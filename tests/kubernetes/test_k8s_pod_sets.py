@@ -182,6 +182,24 @@ spec:
     assert rows["train"]["end_s"] == 60.0 + 3600.0 + 3600.0
 
 
+def replicated_job(name: str, gpus: int, cpu: int) -> str:
+    """One replicated Job of sample-jobset.yaml: a pod asking ``gpus``, ``cpu`` and 200Mi that
+    sleeps 100 s."""
+    return f"""\
+    - name: {name}
+      replicas: 1
+      template:
+        spec:
+          parallelism: 1
+          completions: 1
+          template:
+            spec:
+              containers:
+                - {{name: sleep, image: busybox, command: [sleep], args: [100s],
+                   resources: {{requests: {{nvidia.com/gpu: {gpus}, cpu: {cpu}, memory: 200Mi}}}}}}
+"""
+
+
 def jobset(name: str, worker_gpus: int = 0, driver_gpus: int = 0, created: int = 0) -> str:
     """Kueue's JobSet example (sample-jobset.yaml: one worker asking 1 CPU, one driver asking 2,
     each 200Mi, sleeping 100 s), with GPUs too when given."""
@@ -194,28 +212,7 @@ metadata:
   annotations: {{gpuplan.io/created: {created}s}}
 spec:
   replicatedJobs:
-    - name: workers
-      replicas: 1
-      template:
-        spec:
-          parallelism: 1
-          completions: 1
-          template:
-            spec:
-              containers:
-                - {{name: sleep, image: busybox, command: [sleep], args: [100s],
-                   resources: {{requests: {{nvidia.com/gpu: {worker_gpus}, cpu: 1, memory: 200Mi}}}}}}
-    - name: driver
-      template:
-        spec:
-          parallelism: 1
-          completions: 1
-          template:
-            spec:
-              containers:
-                - {{name: sleep, image: busybox, command: [sleep], args: [100s],
-                   resources: {{requests: {{nvidia.com/gpu: {driver_gpus}, cpu: 2, memory: 200Mi}}}}}}
----
+{replicated_job("workers", worker_gpus, 1)}{replicated_job("driver", driver_gpus, 2)}---
 """
 
 

@@ -85,7 +85,7 @@ from gpuplan.sim.kubernetes.tas import pod_capacity, tas_flavors
 from gpuplan.sim.outcome import COMPLETED, REJECTED, UNFINISHED, ModelRun, PoolSchedule, QueueSeries
 from gpuplan.sim.outcome import PREEMPTED as ENDED_BY_EVICTIONS  # events.PREEMPTED is Kueue's reason
 from gpuplan.sim.recorder import EventRecorder
-from gpuplan.workload.jobtable import Int32, Int64, JobTable, Labels
+from gpuplan.workload.jobtable import Int32, Int64, JobTable, Labels, companion_gpus
 from gpuplan.workload.k8s_pods import PodRequests
 from gpuplan.workload.services import Service
 
@@ -243,11 +243,10 @@ class KubernetesRun:
         self.held_since = np.zeros(n)
         self.idle_held_gpu_s = np.zeros(n)
         self.checkpoint = np.asarray(jobs.column("checkpoint_s"), np.float64)
-        self.gpu_milli_of_job = self.milli_of_job * main_pods  # what Kueue counts against quota
-        for j, companions in self.companions.items():
-            self.gpu_milli_of_job[j] += MILLI * sum(
-                count * r.gpus for count, r in zip(companions.counts, companions.requests, strict=True)
-            )
+        # what Kueue counts against quota: the GPUs of every pod set
+        self.gpu_milli_of_job = self.milli_of_job * main_pods + MILLI * companion_gpus(
+            jobs.text("companion_pods")
+        )
         self.job_gpus = self.gpu_milli_of_job / MILLI
         self.rejected = np.zeros(n, bool)
         self.log = EventRecorder()

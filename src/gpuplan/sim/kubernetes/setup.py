@@ -549,12 +549,9 @@ def companion_requests(
             continue
         text = tolerations.labels[int(tolerations.codes[j])]
         pod_sets = parse_companions(column.labels[code])
-        own = [
-            taint_filter.pools(text, gpus > 0, False) if taint_filter.tainted else ()
-            for _, gpus, _, _ in pod_sets
-        ]
+        own = [taint_filter.pools(text, gpus > 0, False) for _, gpus, _, _ in pod_sets]
         pools = [
-            taint_filter.pools(text, gpus > 0, True) if taint_filter.tainted and managed[j] else mine
+            taint_filter.pools(text, gpus > 0, True) if managed[j] else mine
             for (_, gpus, _, _), mine in zip(pod_sets, own, strict=True)
         ]
         result[j] = Companions(
