@@ -1,14 +1,15 @@
 """Scale: about a million jobs on 10,000 GPUs (1,250 nodes x 8) under the Slurm model with
 multifactor priority (age and fair share over ten accounts) and Slurm's backfill.
 
-    python bench/bench_slurm_scale.py [--days 96] [--sizes whole|gpu] [--cpus-per-task N]
+    python bench/bench_slurm_scale.py [--days 96] [--sizes whole|gpu] [--cpus-per-task N] [--load X]
 
 ``--sizes whole`` (default): jobs of 1, 2, 4 or 8 whole nodes. ``--sizes gpu``: a third of the jobs
 ask 1, 2 or 4 GPUs of a node and share nodes (select/cons_tres), at the same GPU-hours. Nodes have
 112 CPUs and 2,048 GB (BM.GPU.H100.8's cores and memory), and jobs sharing them hold CPUs: one per
 node (Slurm's default), or ``--cpus-per-task N`` each: with N above a GPU's share of the CPUs (14)
-CPUs bind, and such jobs fit a node only with both their GPUs and their CPUs free. Prints the jobs,
-the simulation time and the peak memory of this process (target: <= 60 s, <= 1 GB).
+CPUs bind, and such jobs fit a node only with both their GPUs and their CPUs free. ``--load X``
+scales the same jobs' arrival times so that they offer load X (deep queues above 1). Prints the
+jobs, the simulation time and the peak memory of this process.
 """
 
 from __future__ import annotations
@@ -75,6 +76,9 @@ def main() -> None:
     parser.add_argument("--days", type=int, default=96)  # about a million jobs
     parser.add_argument("--sizes", choices=sorted(SIZES), default="whole")
     parser.add_argument("--cpus-per-task", type=int, default=0, help="CPUs of each job sharing nodes (0: 1)")
+    parser.add_argument(
+        "--load", type=float, default=0.0, help="offered load to scale arrivals to (0: as made)"
+    )
     args = parser.parse_args()
     days = args.days
     with tempfile.TemporaryDirectory() as directory:
@@ -92,11 +96,19 @@ def main() -> None:
         sharing = jobs.gpus_per_node < pool.gpus_per_node
         cpus = np.where(sharing, args.cpus_per_task, 0).astype(np.int32)
         jobs = replace(jobs, cpus_per_node=cpus, cpus_per_task=cpus)
+    span_s = days * 86400.0
+    if args.load:  # the same jobs, arriving faster or slower
+        run_s = np.fmin(jobs.duration_s, jobs.time_limit_s)
+        scale = float((jobs.gpus * run_s).sum() / (pool.gpus * span_s)) / args.load
+        span_s *= scale
+        submitted = None if jobs.submitted_s is None else jobs.submitted_s * scale
+        jobs = replace(jobs, submit_s=jobs.submit_s * scale, submitted_s=submitted)
     run = simulate_slurm(jobs, pools, settings, team_shares=workload.team_shares)
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     wait = (run.start_s - run.jobs.submit_s)[run.started]
-    offered = float((run.jobs.gpus * run.run_s).sum() / (pool.gpus * days * 86400))
-    print(f"{len(run.jobs):,} jobs on {pool.gpus:,} GPUs over {days} days, offered load {offered:.2f}")
+    offered = float((run.jobs.gpus * run.run_s).sum() / (pool.gpus * span_s))
+    days_s = f"{span_s / 86400:.1f} days"
+    print(f"{len(run.jobs):,} jobs on {pool.gpus:,} GPUs over {days_s}, offered load {offered:.2f}")
     print(f"synthesise {synth_s:.1f} s; simulate {run.simulate_s:.1f} s; peak memory {peak_mb:,.0f} MB")
     print(f"mean wait {wait.mean():,.0f} s, p95 {float(np.percentile(wait, 95)):,.0f} s")
 

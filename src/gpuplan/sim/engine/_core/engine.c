@@ -338,6 +338,7 @@ void gp_node_set_off(Sim *sim, int32_t node, int off) {
     int32_t free = sim->node_free[node];
     node_levels(sim, node, off ? free : 0, off ? 0 : free);
     sim->node_off[node] = (uint8_t)off;
+    sim->state_version++;
 }
 
 const uint64_t *gp_usable_bits(Sim *sim, int32_t job) {
@@ -561,6 +562,7 @@ static void queue_append(Sim *sim, int32_t job) {
     sim->q_estimate[sim->q_count] = sim->estimate[job];
     sim->q_count++;
     sim->q_len++;
+    sim->state_version++;
     for (int32_t k = 0; k < sim->n_pieces; k++)
         if (sim->pieces[k].hooks->job_queued)
             sim->pieces[k].hooks->job_queued(sim, sim->pieces[k].state, sim->q_count - 1);
@@ -630,6 +632,7 @@ void gp_start_slot_on(Sim *sim, int32_t slot, double now) { start_job(sim, slot,
 static void start_job(Sim *sim, int32_t slot, double now, int whole_lowest) {
     int32_t job = sim->q_job[slot];
     sim->q_nodes[slot] = GP_GONE;
+    sim->state_version++;
     sim->q_len--;
     sim->q_holes++;
     for (int32_t k = 0; k < sim->n_pieces; k++)
@@ -665,6 +668,7 @@ void gp_job_leave(Sim *sim, int32_t job) {
     }
     release_nodes(sim, job);
     est_remove(sim, job);
+    sim->state_version++;
     sim->sched_requests++; /* epilog complete: agent.c queues the scheduler */
 }
 
@@ -683,6 +687,7 @@ void gp_job_leaves_early(Sim *sim, int32_t job, double leave) {
     sim->est_end[job] = leave;
     sim->est_len++;
     est_sift_up(sim, sim->est_len - 1, job);
+    sim->state_version++;
 }
 
 int gp_job_on_node(const Sim *sim, int32_t job, int32_t node) {

@@ -223,6 +223,11 @@ struct Sim {
     /* Scheduling requests (slurmctld's queue_job_scheduler counts them): a job submitted, a job
      * ended or preempted, a node back. A pass on its own clock serves them when it runs. */
     int64_t sched_requests;
+    /* Bumped whenever what a scheduling pass reads may have changed: a job queued, started or
+     * moved in the queue, a running job gone or its planned end moved, a node off or back. A pass
+     * that started nothing can tell from it that the next one sees the same state (backfill_map.c:
+     * quiet cycles). */
+    int64_t state_version;
     /* instants with an event (not a wake-up alone), and whether a wake-up may start a queued job
      * with no new event (set by a pass on its own clock; the engine stops when none may) */
     int64_t events;

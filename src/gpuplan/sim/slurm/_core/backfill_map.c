@@ -35,6 +35,19 @@
  * with it, the same schedule). A job's later start times only move forward, and so does its window [s, s + L] over
  * the records: the window's intersection is kept as a queue of two stacks (suffix intersections
  * in front, a running one behind), so a job costs each record once, not once per try.
+ *
+ * Quiet cycles. With deep queues most cycles start nothing and the next one sees the same queue,
+ * running jobs and nodes (sim->state_version): it then makes the same decisions, and starts
+ * nothing either, unless one of them depends on `now`. A cycle notes where they do (Quiet): a
+ * will-run answer (now + 1 for a job past its planned end, else a planned end), a plan rejected
+ * beyond bf_window (now + bf_window), a reservation's start (a start at or before now would be
+ * clipped to the map's begin), a job's first window [now, now + limit] (the records it reaches),
+ * and the map's end, floor_res(now + bf_window), which nothing the cycle used may reach. Rounding
+ * the map's begin to bf_resolution changes nothing then: its first record holds every node. The
+ * pruning (any_could_start) only ends a later cycle sooner, which starts nothing. The next cycles
+ * with the same state are skipped while `now` stays within those bounds. Preemption and advance
+ * reservations decide on `now` in more ways (grace times, reservation windows): with them every
+ * cycle runs. Only starts leave a cycle, so the schedule is the same (bench/identical.py).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -47,6 +60,12 @@
 #include "qos.h"
 #include "reservations.h"
 
+/* Where a cycle's decisions depend on `now` (see quiet cycles above): the same decisions hold at a
+ * later cycle's now' <= through and now' < before, if nothing it used reached `reach` or beyond. */
+typedef struct {
+    double through, before, reach;
+} Quiet;
+
 /* Slurm gives up on a job after this many later start times (its bf_max_time safeguard). */
 #define MAX_TRIES 500
 
@@ -54,11 +73,34 @@ static double floor_res(const BackfillClock *clock, double t) {
     return floor((t + clock->epoch_s) / clock->resolution_s) * clock->resolution_s - clock->epoch_s;
 }
 
-static int32_t popcount(const uint64_t *bits, int32_t n_words) {
+/* The nodes of a bitmap. A wheel is built for any x86-64, without the popcnt instruction (the
+ * compiler's popcount is then a library call per word): a CPU that has it (any x86-64 since 2008)
+ * counts with it, chosen once at run time; on arm64 the compiler's own is an instruction. */
+static int32_t popcount_portable(const uint64_t *bits, int32_t n_words) {
     int32_t count = 0;
     for (int32_t w = 0; w < n_words; w++) count += __builtin_popcountll(bits[w]);
     return count;
 }
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+__attribute__((target("popcnt"))) static int32_t popcount_popcnt(const uint64_t *bits, int32_t n_words) {
+    int32_t count = 0;
+    for (int32_t w = 0; w < n_words; w++) count += __builtin_popcountll(bits[w]);
+    return count;
+}
+
+static int32_t (*popcount_words)(const uint64_t *, int32_t) = NULL;
+
+static int32_t popcount(const uint64_t *bits, int32_t n_words) {
+    if (!popcount_words) {
+        __builtin_cpu_init();
+        popcount_words = __builtin_cpu_supports("popcnt") ? popcount_popcnt : popcount_portable;
+    }
+    return popcount_words(bits, n_words);
+}
+#else
+#define popcount popcount_portable
+#endif
 
 /* Room for `extra` more records (and their bitmaps). */
 static int map_reserve(Sim *sim, BackfillMap *bf, int32_t extra) {
@@ -84,8 +126,18 @@ static inline uint64_t *rec_bits(const Sim *sim, BackfillMap *bf, int32_t k) {
     return bf->map_bits + (size_t)k * sim->n_words;
 }
 
-/* The first of times[from .. len) after t (times ascending), or len. */
+/* The first of times[from .. len) after t (times ascending), or len. The callers' t only moves
+ * forward, and the answer is most often at or near `from`: it is looked for by doubling steps from
+ * there, then halving (O(log distance), not O(log len)). */
 static int32_t first_after(const double *times, int32_t from, int32_t len, double t) {
+    if (from >= len || times[from] > t) return from;
+    int32_t step = 1; /* times[from] <= t */
+    while (from + step < len && times[from + step] <= t) {
+        from += step;
+        step *= 2;
+    }
+    if (from + step < len) len = from + step; /* times[len] > t */
+    from++;
     while (from < len) {
         int32_t mid = from + (len - from) / 2;
         if (times[mid] <= t)
@@ -238,8 +290,29 @@ static inline uint64_t range_mask(int32_t w, int32_t first, int32_t count) {
     return upto & ~((UINT64_C(1) << lo) - 1);
 }
 
+/*
+ * A running job as will-run tests read it, in order of planned end: its planned end and, when it
+ * holds one node, that node. Will-run tests walk hundreds of running jobs each, so what they read
+ * of them lies in sequence here rather than in the per-job arrays (of a million jobs).
+ */
+typedef struct RunEntry {
+    double end; /* est_end */
+    int32_t job;
+    int32_t node; /* its only node, or -1 */
+} RunEntry;
+
+static RunEntry run_entry(const Sim *sim, int32_t job) {
+    const int32_t *r = sim->ranges + 2 * sim->range_first[job];
+    int one = sim->range_count[job] == 1 && r[1] == 1;
+    return (RunEntry){sim->est_end[job], job, one ? r[0] : -1};
+}
+
+static inline int has_node(const uint64_t *bits, int32_t node) { return bits[node >> 6] >> (node & 63) & 1; }
+
 /* Does running job `job` hold a node of `bits`? */
-static int job_touches(const Sim *sim, int32_t job, const uint64_t *bits) {
+static int job_touches(const Sim *sim, const RunEntry *entry, const uint64_t *bits) {
+    if (entry->node >= 0) return has_node(bits, entry->node);
+    int32_t job = entry->job;
     const int32_t *r = sim->ranges + 2 * sim->range_first[job];
     for (int32_t k = 0; k < sim->range_count[job]; k++)
         for (int32_t w = r[2 * k] >> 6; w <= (r[2 * k] + r[2 * k + 1] - 1) >> 6; w++)
@@ -257,15 +330,22 @@ static void add_job_nodes(const Sim *sim, int32_t job, uint64_t *bits) {
 /* A released running job frees its nodes for a will-run test of `placed`: whole nodes in a whole-node
  * pool; else its GPUs (CPUs, memory) on the overlay, and its nodes that `placed` then fits join
  * `usable`. */
-static void release_job(Sim *sim, int32_t job, int32_t placed, uint64_t *usable) {
+static void release_job(Sim *sim, const RunEntry *entry, int32_t placed, uint64_t *usable) {
+    int32_t job = entry->job, node = entry->node;
+    int binds = gp_res_binds(sim, placed); /* else its GPUs free mean its CPUs and memory are */
+    int32_t gpus = sim->gpn[placed];
+    if (node >= 0) { /* (one node: the loops below, unrolled) */
+        if (!sim->whole_nodes && !(sim->node_off && sim->node_off[node])) gp_overlay_add_job_on(sim, node, job, +1);
+        if (sim->whole_nodes || (binds ? gp_overlay_fits(sim, node, placed) : gp_overlay_free(sim, node) >= gpus))
+            usable[node >> 6] |= UINT64_C(1) << (node & 63);
+        return;
+    }
     if (sim->whole_nodes) {
         add_job_nodes(sim, job, usable);
         return;
     }
     gp_overlay_add_job(sim, job, +1);
     const int32_t *r = sim->ranges + 2 * sim->range_first[job];
-    int binds = gp_res_binds(sim, placed); /* else its GPUs free mean its CPUs and memory are */
-    int32_t gpus = sim->gpn[placed];
     for (int32_t k = 0; k < sim->range_count[job]; k++)
         for (int32_t node = r[2 * k]; node < r[2 * k] + r[2 * k + 1]; node++)
             if (binds ? gp_overlay_fits(sim, node, placed) : gp_overlay_free(sim, node) >= gpus)
@@ -292,7 +372,7 @@ static int fits_on(Sim *sim, const uint64_t *candidates, const uint64_t *usable,
  * and then the next one joins the group whatever its end (as Slurm's loop does).
  */
 static double will_run(Sim *sim, BackfillMap *bf, const BackfillClock *clock, const uint64_t *candidates, int32_t need,
-                       int32_t placed, double now, const int32_t *ordered, int32_t n_running, int *preempts) {
+                       int32_t placed, double now, const RunEntry *ordered, int32_t n_running, int *preempts) {
     int32_t W = sim->n_words;
     uint64_t *released = bf->bits_scratch + 2 * (size_t)W, *both = bf->bits_scratch + 3 * (size_t)W;
     const uint64_t *usable_now = gp_usable_bits(sim, placed);
@@ -303,13 +383,12 @@ static double will_run(Sim *sim, BackfillMap *bf, const BackfillClock *clock, co
     if (sim->preempt) {
         int32_t kept = 0, gone = 0;
         for (int32_t k = 0; k < n_running; k++) {
-            int32_t job = ordered[k];
-            if (!gp_may_preempt(sim, placed, job)) {
-                bf->run_kept[kept++] = job;
+            if (!gp_may_preempt(sim, placed, ordered[k].job)) {
+                bf->run_kept[kept++] = ordered[k];
                 continue;
             }
             gone++;
-            release_job(sim, job, placed, released);
+            release_job(sim, &ordered[k], placed, released);
         }
         if (gone > 0 && fits_on(sim, candidates, released, both, need, placed, !sim->whole_nodes)) {
             *preempts = 1;
@@ -321,33 +400,31 @@ static double will_run(Sim *sim, BackfillMap *bf, const BackfillClock *clock, co
     double window = 30, boundary = NAN;
     int32_t i = 0;
     while (i < n_running) {
-        int32_t last = -1, more = 1;
+        const RunEntry *last = NULL;
+        int more = 1;
         for (;;) {
             if (i >= n_running) {
                 more = 0;
                 break;
             }
-            int32_t job = ordered[i++];
-            if (!job_touches(sim, job, candidates)) continue;
-            if (isnan(boundary)) {
-                double end = sim->est_end[job];
-                boundary = end + 30 - fmod(fmod(end + clock->epoch_s, 30) + 30, 30);
-            }
-            last = job;
-            release_job(sim, job, placed, released);
+            const RunEntry *entry = &ordered[i++];
+            if (!job_touches(sim, entry, candidates)) continue;
+            if (isnan(boundary)) boundary = entry->end + 30 - fmod(fmod(entry->end + clock->epoch_s, 30) + 30, 30);
+            last = entry;
+            release_job(sim, entry, placed, released);
             if (i >= n_running) {
                 more = 0;
                 break;
             }
-            if (sim->est_end[ordered[i]] > boundary + window) break;
+            if (ordered[i].end > boundary + window) break;
         }
-        if (last < 0) break;
+        if (!last) break;
         window *= 2;
-        while (i < n_running && sim->est_end[ordered[i]] > boundary + window) window *= 2;
+        while (i < n_running && ordered[i].end > boundary + window) window *= 2;
         /* a running job past its planned end (no time limit, or OverTimeLimit) still holds its
          * nodes now: the earliest start is then the next second */
         if (fits_on(sim, candidates, released, both, need, placed, !sim->whole_nodes))
-            return fmax(now + 1, sim->est_end[last]);
+            return fmax(now + 1, last->end);
         if (!more) break;
     }
     return INFINITY;
@@ -420,55 +497,99 @@ static int any_could_start_gpus(Sim *sim, BackfillMap *bf, int32_t slot, int64_t
 
 /*
  * A cycle asks will-run the same question many times (jobs of one size on the same candidates,
- * and each TRY_LATER step of a job), and the answer only changes when a job starts: the last
- * answers are kept, by candidates and node count, and dropped at every start.
+ * and each TRY_LATER step of a job), and the answer only changes when a job starts: answers are
+ * kept by candidates, node count and the job's requests, in a table indexed by their hash (a
+ * newer answer takes an older one's place), and dropped at every start. On deep queues a cycle
+ * asks hundreds of distinct questions between starts (bench_slurm_scale.py --sizes gpu --load 1.2,
+ * when this was added: 6.4 M will-run tests with the last 8 answers kept, 3.7 M with 256).
  */
-enum { MEMO_SLOTS = 8 };
+enum { MEMO_SLOTS = 256 };
 
 typedef struct {
-    int32_t used, next;
-    int32_t need[MEMO_SLOTS], gpus[MEMO_SLOTS], cpus[MEMO_SLOTS], cpu_step[MEMO_SLOTS], mem[MEMO_SLOTS];
-    int32_t preempt_class[MEMO_SLOTS]; /* whose jobs a will-run test takes as gone (-1: none) */
-    int preempts[MEMO_SLOTS];
-    double when[MEMO_SLOTS];
+    uint32_t epoch; /* the answer holds while it is the memo's epoch */
+    int32_t need, gpus, cpus, cpu_step, mem;
+    int32_t preempt_class; /* whose jobs a will-run test takes as gone (-1: none) */
+    int preempts;
+    double when;
+    int64_t nodes_at; /* its chosen nodes in `arena` (when it fits) */
+} MemoEntry;
+
+typedef struct WillRunMemo {
+    uint32_t epoch;
+    MemoEntry entry[MEMO_SLOTS];
     uint64_t *candidates; /* MEMO_SLOTS x n_words */
-    int32_t *nodes;       /* MEMO_SLOTS x total_nodes */
+    int32_t *arena;       /* the chosen nodes of the answers of this epoch, one after another */
+    int64_t arena_len, arena_cap;
 } WillRunMemo;
 
-/* Forget every answer: entries [0, used) are the kept ones, so the next one goes to slot 0. */
-static void memo_clear(WillRunMemo *memo) { memo->used = memo->next = 0; }
+/* Forget every answer. */
+static void memo_clear(WillRunMemo *memo) {
+    if (++memo->epoch == 0) { /* wrapped: every entry is stale again */
+        for (int32_t m = 0; m < MEMO_SLOTS; m++) memo->entry[m].epoch = 0;
+        memo->epoch = 1;
+    }
+    memo->arena_len = 0;
+}
+
+static uint64_t mix(uint64_t h, uint64_t value) {
+    h = (h ^ value) * UINT64_C(0x9E3779B97F4A7C15);
+    return h ^ (h >> 29);
+}
+
+/* Room in the arena for `need` more nodes: it grows to a bound, then the answers start over. */
+static int memo_room(Sim *sim, WillRunMemo *memo, int32_t need) {
+    if (memo->arena_len + need <= memo->arena_cap) return 0;
+    int64_t bound = (int64_t)MEMO_SLOTS * 256 > (int64_t)sim->total_nodes ? (int64_t)MEMO_SLOTS * 256
+                                                                             : (int64_t)sim->total_nodes;
+    if (memo->arena_len + need > bound) {
+        memo_clear(memo); /* arena_len = 0, and need <= total_nodes <= bound */
+        if (need <= memo->arena_cap) return 0;
+    }
+    int64_t cap = 2 * memo->arena_cap > memo->arena_len + need ? 2 * memo->arena_cap : memo->arena_len + need;
+    if (cap > bound) cap = bound;
+    int32_t *arena = PyMem_RawRealloc(memo->arena, (size_t)cap * sizeof(int32_t));
+    if (!arena) {
+        sim->out_of_memory = 1;
+        return -1;
+    }
+    memo->arena = arena;
+    memo->arena_cap = cap;
+    return 0;
+}
 
 static double will_run_memo(Sim *sim, BackfillMap *bf, WillRunMemo *memo, const BackfillClock *clock,
                             const uint64_t *candidates, int32_t need, int32_t job, double now,
-                            const int32_t *ordered, int32_t n_running, int *preempts) {
+                            const RunEntry *ordered, int32_t n_running, int *preempts) {
     int32_t W = sim->n_words, gpus = sim->gpn[job], counted = gp_counts_res(sim, job);
     int32_t cpus = counted ? sim->job_cpus[job] : 0, cpu_step = counted ? sim->job_cpu_step[job] : 0;
     int32_t mem = counted ? sim->job_mem[job] : 0, cls = sim->preempt ? sim->preempt->preempt_class[job] : -1;
-    for (int32_t m = 0; m < memo->used; m++) {
-        if (memo->need[m] != need || memo->gpus[m] != gpus || memo->cpus[m] != cpus ||
-            memo->cpu_step[m] != cpu_step || memo->mem[m] != mem || memo->preempt_class[m] != cls ||
-            memcmp(memo->candidates + (size_t)m * W, candidates, (size_t)W * sizeof(uint64_t)) != 0)
-            continue;
-        if (memo->when[m] != INFINITY)
-            memcpy(sim->node_scratch, memo->nodes + (size_t)m * sim->total_nodes, (size_t)need * sizeof(int32_t));
-        *preempts = memo->preempts[m];
-        return memo->when[m];
+    uint64_t h = mix(0, (uint64_t)(uint32_t)need << 32 | (uint32_t)gpus);
+    h = mix(h, (uint64_t)(uint32_t)cpus << 32 | (uint32_t)mem);
+    h = mix(h, (uint64_t)(uint32_t)cpu_step << 32 | (uint32_t)cls);
+    /* the candidates folded two ways the compiler vectorises (80,000 nodes are 1,250 words) */
+    uint64_t folded_xor = 0, folded_sum = 0;
+    for (int32_t w = 0; w < W; w++) {
+        folded_xor ^= candidates[w];
+        folded_sum += candidates[w];
+    }
+    h = mix(mix(h, folded_xor), folded_sum);
+    int32_t m = (int32_t)(h & (MEMO_SLOTS - 1));
+    MemoEntry *e = &memo->entry[m];
+    uint64_t *kept = memo->candidates + (size_t)m * W;
+    if (e->epoch == memo->epoch && e->need == need && e->gpus == gpus && e->cpus == cpus && e->cpu_step == cpu_step &&
+        e->mem == mem && e->preempt_class == cls && memcmp(kept, candidates, (size_t)W * sizeof(uint64_t)) == 0) {
+        if (e->when != INFINITY) memcpy(sim->node_scratch, memo->arena + e->nodes_at, (size_t)need * sizeof(int32_t));
+        *preempts = e->preempts;
+        return e->when;
     }
     double when = will_run(sim, bf, clock, candidates, need, job, now, ordered, n_running, preempts);
-    int32_t m = memo->next;
-    memo->next = (m + 1) % MEMO_SLOTS;
-    if (memo->used < MEMO_SLOTS) memo->used++;
-    memo->need[m] = need;
-    memo->gpus[m] = gpus;
-    memo->cpus[m] = cpus;
-    memo->cpu_step[m] = cpu_step;
-    memo->mem[m] = mem;
-    memo->preempt_class[m] = cls;
-    memo->preempts[m] = *preempts;
-    memo->when[m] = when;
-    memcpy(memo->candidates + (size_t)m * W, candidates, (size_t)W * sizeof(uint64_t));
-    if (when != INFINITY)
-        memcpy(memo->nodes + (size_t)m * sim->total_nodes, sim->node_scratch, (size_t)need * sizeof(int32_t));
+    if (when != INFINITY && memo_room(sim, memo, need) < 0) return when;
+    *e = (MemoEntry){memo->epoch, need, gpus, cpus, cpu_step, mem, cls, *preempts, when, memo->arena_len};
+    memcpy(kept, candidates, (size_t)W * sizeof(uint64_t));
+    if (when != INFINITY) {
+        memcpy(memo->arena + memo->arena_len, sim->node_scratch, (size_t)need * sizeof(int32_t));
+        memo->arena_len += need;
+    }
     return when;
 }
 
@@ -526,19 +647,19 @@ static int32_t running_by_end(Sim *sim, BackfillMap *bf) {
     uint32_t mark = bf->run_mark_epoch;
     int32_t kept = 0, sorted = 1;
     for (int32_t k = 0; k < bf->run_listed; k++) {
-        int32_t job = bf->run_order[k];
+        int32_t job = bf->run_order[k].job;
         if (!is_running(sim, job)) continue;
         if (kept > 0) {
-            RunKey before = run_key(sim, bf->run_order[kept - 1]), here = run_key(sim, job);
+            RunKey before = run_key(sim, bf->run_order[kept - 1].job), here = run_key(sim, job);
             if (run_key_cmp(&before, &here) > 0) sorted = 0;
         }
         bf->run_mark[job] = mark;
-        bf->run_order[kept++] = job;
+        bf->run_order[kept++] = run_entry(sim, job); /* (its planned end may have moved) */
     }
     if (!sorted) {
         int32_t n_running = 0;
         gp_walk_begin(sim);
-        for (int32_t job; (job = gp_walk_next(sim)) >= 0;) bf->run_order[n_running++] = job;
+        for (int32_t job; (job = gp_walk_next(sim)) >= 0;) bf->run_order[n_running++] = run_entry(sim, job);
         return bf->run_listed = n_running;
     }
     int32_t fresh = 0;
@@ -549,13 +670,13 @@ static int32_t running_by_end(Sim *sim, BackfillMap *bf) {
     int32_t i = kept - 1, j = fresh - 1;
     for (int32_t out = kept + fresh - 1; j >= 0; out--) {
         if (i >= 0) {
-            RunKey last_kept = run_key(sim, bf->run_order[i]);
+            RunKey last_kept = run_key(sim, bf->run_order[i].job);
             if (run_key_cmp(&last_kept, &bf->run_fresh[j]) > 0) {
                 bf->run_order[out] = bf->run_order[i--];
                 continue;
             }
         }
-        bf->run_order[out] = bf->run_fresh[j--].job;
+        bf->run_order[out] = run_entry(sim, bf->run_fresh[j--].job);
     }
     return bf->run_listed = kept + fresh;
 }
@@ -602,7 +723,11 @@ void gp_backfill_map_free(BackfillMap *bf) {
     PyMem_RawFree(bf->map_suffix);
     PyMem_RawFree(bf->bits_scratch);
     PyMem_RawFree(bf->run_order);
-    PyMem_RawFree(bf->memo_nodes);
+    if (bf->memo) {
+        PyMem_RawFree(bf->memo->candidates);
+        PyMem_RawFree(bf->memo->arena);
+        PyMem_RawFree(bf->memo);
+    }
     PyMem_RawFree(bf->run_fresh);
     PyMem_RawFree(bf->run_kept);
     PyMem_RawFree(bf->run_mark);
@@ -616,36 +741,44 @@ void gp_backfill_map_cycle(Sim *sim, BackfillMap *bf, double now) {
     const BackfillClock *clock = &bf->clock;
     int32_t W = sim->n_words;
     if (!bf->bits_scratch) {
-        /* 4 scratch bitmaps, the memo's candidates, 2 for the window */
-        bf->bits_scratch = PyMem_RawCalloc((size_t)(6 + MEMO_SLOTS) * W, sizeof(uint64_t));
+        /* 4 scratch bitmaps, 2 for the window */
+        bf->bits_scratch = PyMem_RawCalloc(6 * (size_t)W, sizeof(uint64_t));
+        bf->memo = PyMem_RawCalloc(1, sizeof(WillRunMemo));
+        if (bf->memo) bf->memo->candidates = PyMem_RawCalloc((size_t)MEMO_SLOTS * W, sizeof(uint64_t));
         /* every running job holds at least one GPU */
         int64_t gpus = (int64_t)sim->total_nodes * sim->node_gpus;
         size_t most_running = (size_t)(gpus < sim->n_jobs ? gpus : sim->n_jobs) + 1;
-        bf->run_order = PyMem_RawCalloc(most_running, sizeof(int32_t));
+        bf->run_order = PyMem_RawCalloc(most_running, sizeof(RunEntry));
         bf->run_fresh = PyMem_RawCalloc(most_running, sizeof(RunKey));
-        bf->run_kept = PyMem_RawCalloc(most_running, sizeof(int32_t));
+        bf->run_kept = PyMem_RawCalloc(most_running, sizeof(RunEntry));
         bf->run_mark = PyMem_RawCalloc((size_t)sim->n_jobs + 1, sizeof(uint32_t));
-        bf->memo_nodes = PyMem_RawCalloc((size_t)MEMO_SLOTS * sim->total_nodes, sizeof(int32_t));
         bf->free_list = PyMem_RawCalloc((size_t)sim->total_nodes, sizeof(int32_t));
         bf->map_clear = PyMem_RawCalloc(2 * (size_t)sim->total_nodes, sizeof(double));
         bf->prune_scratch = PyMem_RawCalloc((size_t)sim->node_gpus + 2 + (size_t)sim->total_nodes, sizeof(int32_t));
-        if (!bf->bits_scratch || !bf->run_order || !bf->run_fresh || !bf->run_kept || !bf->run_mark || !bf->memo_nodes ||
-            !bf->free_list || !bf->map_clear || !bf->prune_scratch) {
+        if (!bf->bits_scratch || !bf->run_order || !bf->run_fresh || !bf->run_kept || !bf->run_mark || !bf->memo ||
+            !bf->memo->candidates || !bf->free_list || !bf->map_clear || !bf->prune_scratch) {
             sim->out_of_memory = 1;
             return;
         }
     }
     uint64_t *all = bf->bits_scratch, *candidates = bf->bits_scratch + W, *chosen = bf->bits_scratch + 3 * (size_t)W;
-    uint64_t *prefix = bf->bits_scratch + (size_t)(4 + MEMO_SLOTS) * W;
+    uint64_t *prefix = bf->bits_scratch + 4 * (size_t)W;
     Window win = {.behind = prefix + W};
     int32_t *free_node = bf->free_list;
     double *clear_until = bf->map_clear;
-    WillRunMemo memo = {.candidates = bf->bits_scratch + 4 * (size_t)W, .nodes = bf->memo_nodes};
+    WillRunMemo *memo = bf->memo;
+    memo_clear(memo); /* the running jobs may have changed since the last cycle */
     for (int32_t w = 0; w < W; w++) {
         int32_t left = sim->total_nodes - 64 * w;
         all[w] = left >= 64 ? ~UINT64_C(0) : ((UINT64_C(1) << left) - 1);
     }
     int32_t n_running = -1; /* the running jobs by planned end: listed when will-run first needs them */
+
+    int64_t version = sim->state_version;
+    if (!bf->full_cycles && version == bf->quiet_version && now <= bf->quiet_through && now < bf->quiet_before)
+        return; /* the last cycle's decisions hold: it starts nothing */
+    bf->quiet_version = -1;
+    Quiet quiet = {INFINITY, INFINITY, -INFINITY};
 
     bf->map_len = 0;
     if (map_reserve(sim, bf, 1) < 0 || user_tests_reset(sim, bf) < 0) return;
@@ -653,6 +786,7 @@ void gp_backfill_map_cycle(Sim *sim, BackfillMap *bf, double now) {
     bf->map_begin[0] = floor_res(clock, now);
     bf->map_end[0] = floor_res(clock, now + clock->window_s);
     memcpy(rec_bits(sim, bf, 0), all, (size_t)W * sizeof(uint64_t));
+    double map_end_s = bf->map_end[0];
 
     int32_t n_free = free_nodes_clear(sim, bf, free_node, clear_until);
     int recheck = 1;
@@ -673,13 +807,18 @@ void gp_backfill_map_cycle(Sim *sim, BackfillMap *bf, double now) {
         double limit = sim->q_estimate[slot];
         int32_t gpus = sim->gpn[sim->q_job[slot]];
         double start_at = now;
-        window_reset(sim, &win, all, first_ending_after(bf, now));
+        int32_t first = first_ending_after(bf, now), beyond = first;
+        window_reset(sim, &win, all, first);
         for (int tries = 0; tries < MAX_TRIES && !sim->out_of_memory; tries++) {
             /* `later`: the first map boundary after which a node of the window so far frees up,
-             * looking no further than the first record that begins after start_at + limit */
-            int32_t first = first_ending_after(bf, start_at);
+             * looking no further than the first record that begins after start_at + limit (the
+             * map holds still while a job is tried, and start_at only moves forward) */
+            first = first_after(bf->map_end, first, bf->map_len, start_at);
             /* the first record beginning after the window */
-            int32_t beyond = first_after(bf->map_begin, first, bf->map_len, start_at + limit);
+            beyond = first_after(bf->map_begin, beyond > first ? beyond : first, bf->map_len, start_at + limit);
+            if (start_at > quiet.reach) quiet.reach = start_at;
+            if (start_at == now && beyond < bf->map_len) /* a later now reaches no further record */
+                quiet.before = fmin(quiet.before, bf->map_begin[beyond] - limit);
             double later = NAN;
             memcpy(prefix, all, (size_t)W * sizeof(uint64_t));
             for (int32_t k = first; k <= beyond && k + 1 < bf->map_len && isnan(later); k++) {
@@ -697,8 +836,10 @@ void gp_backfill_map_cycle(Sim *sim, BackfillMap *bf, double now) {
             int preempts = 0;
             if (popcount(candidates, W) >= need) {
                 if (n_running < 0) n_running = running_by_end(sim, bf);
-                when = will_run_memo(sim, bf, &memo, clock, candidates, need, sim->q_job[slot], now, bf->run_order,
+                when = will_run_memo(sim, bf, memo, clock, candidates, need, sim->q_job[slot], now, bf->run_order,
                                      n_running, &preempts);
+                /* max(now + 1, a planned end): the same for a later now' only while now' + 1 <= it */
+                if (when > now && when < INFINITY) quiet.through = fmin(quiet.through, when - 1);
             }
             if (when == INFINITY) {
                 if (isnan(later)) break;
@@ -712,7 +853,7 @@ void gp_backfill_map_cycle(Sim *sim, BackfillMap *bf, double now) {
                 int fits = !gp_preempt_awaits(sim, job, now) && gp_try_preempt(sim, slot, now, candidates);
                 if (fits || gp_preempt_awaits(sim, job, now)) {
                     /* victims left or will leave: the running jobs and free nodes changed */
-                    memo_clear(&memo);
+                    memo_clear(memo);
                     n_running = running_by_end(sim, bf);
                     n_free = free_nodes_clear(sim, bf, free_node, clear_until);
                     recheck = 1;
@@ -730,6 +871,15 @@ void gp_backfill_map_cycle(Sim *sim, BackfillMap *bf, double now) {
                 start_at = when; /* an advance reservation takes a chosen node then: candidates from then */
                 continue;
             }
+            /* (a start now is neither later than `later` nor beyond bf_window) */
+            if (!isnan(later) && when > later) {
+                start_at = later;
+                continue;
+            }
+            if (when > now + clock->window_s) { /* beyond bf_window: no reservation */
+                quiet.before = fmin(quiet.before, when - clock->window_s);
+                break;
+            }
             /* the chosen nodes, as a bitmap (node_scratch is reused below) */
             memset(chosen, 0, (size_t)W * sizeof(uint64_t));
             for (int32_t k = 0; k < need; k++)
@@ -737,14 +887,14 @@ void gp_backfill_map_cycle(Sim *sim, BackfillMap *bf, double now) {
             if (when <= now) {
                 int32_t job = sim->q_job[slot];
                 gp_start_slot_on(sim, slot, now);
-                memo_clear(&memo); /* the running jobs and free nodes changed */
+                memo_clear(memo); /* the running jobs and free nodes changed */
                 /* later will-run tests of this cycle know it by its planned end */
                 int32_t at = n_running++;
-                while (at > 0 && sim->est_end[bf->run_order[at - 1]] > sim->est_end[job]) {
+                while (at > 0 && bf->run_order[at - 1].end > sim->est_end[job]) {
                     bf->run_order[at] = bf->run_order[at - 1];
                     at--;
                 }
-                bf->run_order[at] = job;
+                bf->run_order[at] = run_entry(sim, job);
                 bf->run_listed = n_running;
                 /* a job on whole nodes holds them in the map (backfill.c:_bf_reserve_running); one
                  * sharing nodes does not: later will-run tests see its GPUs busy until its end */
@@ -760,17 +910,14 @@ void gp_backfill_map_cycle(Sim *sim, BackfillMap *bf, double now) {
                 recheck = 1;
                 break;
             }
-            if (!isnan(later) && when > later) {
-                start_at = later;
-                continue;
-            }
-            if (when > now + clock->window_s) break; /* beyond bf_window: no reservation */
             double from = floor_res(clock, when), until = floor_res(clock, when + limit);
             if (overlaps(sim, bf, chosen, from, until)) {
                 start_at = when;
                 continue;
             }
             add_reservation(sim, bf, clock, from, until, chosen);
+            quiet.before = fmin(quiet.before, from); /* (from >= the map's begin: when > now) */
+            quiet.reach = fmax(quiet.reach, fmax(until, from + clock->resolution_s));
             /* its free nodes are no longer clear from its start (map records from `from` lack them),
              * unless it lies beyond the map's end (bf_window), where the map holds nothing */
             double held_from = from > bf->map_begin[0] ? from : bf->map_begin[0];
@@ -781,5 +928,11 @@ void gp_backfill_map_cycle(Sim *sim, BackfillMap *bf, double now) {
                 }
             break;
         }
+    }
+    if (version == sim->state_version && !sim->preempt && !sim->reservations && !sim->hold &&
+        !sim->out_of_memory && quiet.reach < map_end_s) {
+        bf->quiet_version = version;
+        bf->quiet_through = quiet.through;
+        bf->quiet_before = quiet.before;
     }
 }

@@ -13,6 +13,8 @@ typedef struct {
 } BackfillClock;
 
 struct RunKey;
+struct RunEntry;
+struct WillRunMemo;
 
 /*
  * The backfill map of named nodes: records [begin, end) with a bitmap of the nodes no reservation
@@ -26,13 +28,13 @@ typedef struct {
     uint64_t *map_suffix; /* per record, n_words: the window's suffix intersections */
     int32_t map_len, map_cap;
     uint64_t *bits_scratch; /* 4 x n_words */
-    int32_t *run_order;     /* the running jobs by planned end: run_listed of them, kept between cycles */
+    struct RunEntry *run_order; /* the running jobs by planned end: run_listed of them, kept between cycles */
     int32_t run_listed;
     uint32_t *run_mark; /* per job: listed in this listing (run_mark_epoch) */
     uint32_t run_mark_epoch;
     struct RunKey *run_fresh; /* jobs started since the last listing, to sort and merge */
-    int32_t *run_kept;        /* scratch: the running jobs a will-run test releases one by one */
-    int32_t *memo_nodes;      /* the will-run memo's node lists */
+    struct RunEntry *run_kept; /* scratch: the running jobs a will-run test releases one by one */
+    struct WillRunMemo *memo; /* will-run answers of this cycle */
     int32_t *free_list;       /* the nodes with a free GPU (for the cycle's early end) */
     int32_t *prune_scratch;   /* free nodes by free GPUs, and those a reservation holds (early end) */
     double *map_clear;        /* per free node: until when no reservation of this cycle holds it; scratch */
@@ -40,6 +42,13 @@ typedef struct {
     const int32_t *job_user;
     int32_t n_users;
     int32_t *user_tested;
+    /* A quiet cycle (one that started nothing, and whose every decision would be the same a little
+     * later): the state version it saw, and until when the next cycles decide the same (now <=
+     * quiet_through and now < quiet_before). full_cycles: run every cycle even so (for the tests
+     * that show it changes no schedule). */
+    int64_t quiet_version;
+    double quiet_through, quiet_before;
+    int full_cycles;
 } BackfillMap;
 
 /* One backfill cycle at `now`: starts the jobs it can. */

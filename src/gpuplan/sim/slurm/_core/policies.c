@@ -306,12 +306,14 @@ static int easy_setup(Sim *sim, GpSettings *s) {
  * bf_interval_s, bf_window_s, bf_resolution_s, bf_max_job_test, bf_max_job_user, clock_epoch_s,
  * controller_start_s, main_loop_start_s and backfill_start_s (NaN: controller_start_s),
  * sched_interval_s, batch_sched_delay_s, default_queue_depth; users (int32 per
- * job, for bf_max_job_user), optional. */
+ * job, for bf_max_job_user), optional; full_cycles, optional: run every backfill cycle, quiet
+ * ones too (the same schedule: for the tests that show it). */
 static int backfill_setup(Sim *sim, GpSettings *s) {
     SlurmSched sched = {0};
     BackfillClock *clock = &sched.map.clock;
     double resolution, controller_start;
     void *users;
+    PyObject *full_cycles = NULL;
     Py_ssize_t n = s->n_jobs;
     if (gp_read_double(s, "bf_interval_s", &sched.bf_interval) < 0 ||
         gp_read_double(s, "bf_window_s", &clock->window_s) < 0 ||
@@ -325,8 +327,11 @@ static int backfill_setup(Sim *sim, GpSettings *s) {
         gp_read_double(s, "sched_interval_s", &sched.sched_interval) < 0 ||
         gp_read_double(s, "batch_sched_delay_s", &sched.batch_sched_delay) < 0 ||
         gp_read_int(s, "default_queue_depth", &sched.default_queue_depth) < 0 ||
-        gp_read_array(s, "users", 4, n, 0, 1, &users, NULL) < 0)
+        gp_read_array(s, "users", 4, n, 0, 1, &users, NULL) < 0 ||
+        gp_read_object(s, "full_cycles", 1, &full_cycles) < 0)
         return -1;
+    sched.map.quiet_version = -1;
+    if (full_cycles && (sched.map.full_cycles = PyObject_IsTrue(full_cycles)) < 0) return -1;
     clock->resolution_s = resolution > 0 ? resolution : 1;
     if (isnan(sched.main_phase)) sched.main_phase = controller_start;
     if (isnan(sched.bf_phase)) sched.bf_phase = controller_start;

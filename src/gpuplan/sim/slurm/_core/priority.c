@@ -155,6 +155,12 @@ static int resort(Sim *sim, struct GpPriority *p, double now) {
         entries[count++].estimate = sim->q_estimate[s];
     }
     sort_entries(sim, entries, entries + (sim->q_len ? sim->q_len : 1), count);
+    /* the queue's order changed (not only its holes closed): a backfill cycle may decide anew */
+    for (int32_t s = sim->q_first, k = 0; s < sim->q_count; s++)
+        if (sim->q_nodes[s] != GP_GONE && sim->q_job[s] != entries[k++].job) {
+            sim->state_version++;
+            break;
+        }
     for (int32_t k = 0; k < count; k++) {
         sim->q_job[k] = entries[k].job;
         sim->q_nodes[k] = entries[k].nodes;
@@ -165,6 +171,25 @@ static int resort(Sim *sim, struct GpPriority *p, double now) {
     sim->q_count = count;
     sim->q_holes = 0;
     return 0;
+}
+
+/*
+ * Where `job` (queued last, at `slot`) goes: after the last queued job it does not come before. The
+ * queued jobs are in order (a total one without preemption), so it is found by halving: a deep
+ * queue costs O(log queue) per arrival, not a step per job it passes. Holes (started jobs) are
+ * passed over.
+ */
+static int32_t insertion_slot(const Sim *sim, const struct GpPriority *p, int32_t job, int32_t slot) {
+    int32_t lo = sim->q_first, hi = slot; /* the answer is in [lo, hi]; it comes before every job in [hi, slot) */
+    while (lo < hi) {
+        int32_t mid = lo + (hi - lo) / 2, t = mid;
+        while (t < hi && sim->q_nodes[t] == GP_GONE) t++;
+        if (t == hi || before(sim, p, job, sim->q_job[t]))
+            hi = mid;
+        else
+            lo = t + 1;
+    }
+    return lo;
 }
 
 /* A job entering the queue gets its priority from the last recalculation's factors (a requeued one
@@ -178,15 +203,15 @@ static void priority_queued(Sim *sim, void *state, int32_t slot) {
     /* a job is queued again only after it ran, when a pass had read it: it is listed once */
     if (!p->accrued[job] && p->n_unaccrued < sim->n_jobs) p->unaccrued[p->n_unaccrued++] = job;
     /* move it up past queued jobs it comes before (holes are moved along; order is kept) */
-    int32_t s = slot;
-    while (s > sim->q_first) {
+    int32_t s = sim->preempt ? slot : insertion_slot(sim, p, job, slot);
+    while (s > sim->q_first) { /* with preemption the order is partial: step by step, as list_sort */
         int32_t prev = s - 1;
         if (sim->q_nodes[prev] != GP_GONE && !before(sim, p, job, sim->q_job[prev])) break;
-        sim->q_job[s] = sim->q_job[prev];
-        sim->q_nodes[s] = sim->q_nodes[prev];
-        sim->q_estimate[s] = sim->q_estimate[prev];
         s = prev;
     }
+    memmove(sim->q_job + s + 1, sim->q_job + s, (size_t)(slot - s) * sizeof(int32_t));
+    memmove(sim->q_nodes + s + 1, sim->q_nodes + s, (size_t)(slot - s) * sizeof(int32_t));
+    memmove(sim->q_estimate + s + 1, sim->q_estimate + s, (size_t)(slot - s) * sizeof(double));
     sim->q_job[s] = job;
     sim->q_nodes[s] = nodes;
     sim->q_estimate[s] = estimate;
