@@ -15,6 +15,8 @@ import pytest
 from gpuplan.scenario.model import ModelName
 from gpuplan.sim.models import MODELS
 
+from builders import EXAMPLES
+
 SRC = Path(__file__).resolve().parents[1] / "src"
 PACKAGE = SRC / "gpuplan"
 COMMANDS = ("gpuplan.simulate", "gpuplan.compare", "gpuplan.recommend", "gpuplan.inspect", "gpuplan.cli")
@@ -100,6 +102,43 @@ def test_listing_the_models_imports_no_model() -> None:
     script = "import sys, gpuplan.sim.models; print(sorted(m for m in sys.modules if 'gpuplan.sim.' in m))"
     loaded = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
     assert "gpuplan.sim.slurm" not in loaded and "gpuplan.sim.kubernetes" not in loaded, loaded
+
+
+# what a trace's simulation never needs: a scenario's pydantic models and synthesis, the Kubernetes
+# readers and model, pyarrow.compute
+NOT_FOR_A_TRACE = (
+    "gpuplan.scenario.model",
+    "gpuplan.scenario.load",
+    "gpuplan.scenario.kubernetes",
+    "gpuplan.workload.synthesis",
+    "gpuplan.workload.kueue_jobs",
+    "gpuplan.workload.k8s_pods",
+    "gpuplan.sim.kubernetes",
+    "pyarrow.compute",
+)
+
+
+def test_simulating_a_trace_imports_no_scenario_module(tmp_path: Path) -> None:
+    """Start-up time (issue 17): ``gpuplan simulate TRACE`` loads only what a trace needs."""
+    import json
+    import subprocess
+    import sys
+
+    trace = EXAMPLES / "lublin_256_first2000.swf.gz"
+    script = (
+        "import json, runpy, sys\n"
+        f"sys.argv = ['gpuplan', 'simulate', {str(trace)!r}, '--quiet', '--out', {str(tmp_path)!r}]\n"
+        "try:\n"
+        "    runpy.run_module('gpuplan', run_name='__main__')\n"
+        "except SystemExit as exit:\n"
+        "    assert not exit.code, exit.code\n"
+        "print('modules:', json.dumps(sorted(sys.modules)))\n"
+    )
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    loaded = set(json.loads(run.stdout.split("modules:")[-1]))
+    assert (tmp_path / "summary.json").is_file()
+    assert "gpuplan.sim.slurm.model" in loaded  # the simulation did run
+    assert loaded.isdisjoint(NOT_FOR_A_TRACE), sorted(loaded.intersection(NOT_FOR_A_TRACE))
 
 
 def test_the_scenario_offers_the_registered_scoring_strategies() -> None:

@@ -17,7 +17,7 @@ from gpuplan.sim.kubernetes.settings import KubernetesModelSettings
 from gpuplan.sim.models import MODELS, run_input, run_model
 from gpuplan.sim.outcome import COMPLETED
 from gpuplan.sim.slurm.settings import SlurmSettings
-from gpuplan.workload.synthesis import Workload
+from gpuplan.workload.workload import Workload
 
 from builders import workload
 

@@ -5,15 +5,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gpuplan.errors import InputError
-from gpuplan.scenario.load import LoadedScenario, load_scenario
 from gpuplan.sim.cluster import UNKNOWN, Pool
-from gpuplan.workload.k8s_pods import NodeList, PodRequests, PodTrace, node_list_beside, read_node_list
+from gpuplan.workload.pods import NodeList, PodRequests, PodTrace, node_list_beside
 from gpuplan.workload.readers import default_gpus_per_node, detect_format, read_trace
-from gpuplan.workload.synthesis import Workload, synthesize
 from gpuplan.workload.trace import Trace
+from gpuplan.workload.workload import Workload
+
+# The scenario's modules (its pydantic models, synthesis) and the node list's reader are imported
+# where they are used: a trace needs none of them (start-up time).
+if TYPE_CHECKING:
+    from gpuplan.scenario.load import LoadedScenario
 
 SCENARIO_SUFFIXES = (".yaml", ".yml")
 
@@ -43,6 +47,10 @@ class Input:
 def input_files(loaded: Input) -> list[Path]:
     """Every file the input was read from: the scenario and the traces and demand curves it names, or
     the trace and its node list."""
+    if loaded.scenario is None:
+        assert loaded.trace is not None
+        node_list = loaded.info.get("node_list")
+        return [Path(loaded.trace.path), *([Path(node_list)] if node_list else [])]
     from gpuplan.scenario.model import (
         BatchWorkload,
         Empirical,
@@ -51,10 +59,6 @@ def input_files(loaded: Input) -> list[Path]:
         TraceWorkload,
     )
 
-    if loaded.scenario is None:
-        assert loaded.trace is not None
-        node_list = loaded.info.get("node_list")
-        return [Path(loaded.trace.path), *([Path(node_list)] if node_list else [])]
     scenario = loaded.scenario
     files = [scenario.path]
     for workload in scenario.scenario.workloads:
@@ -155,6 +159,9 @@ def load_input(path: Path, options: InputOptions | None = None) -> Input:
             raise InputError(
                 "a scenario sizes its own pools (cluster.pools)", field="--nodes/--gpus-per-node/--node-list"
             )
+        from gpuplan.scenario.load import load_scenario
+        from gpuplan.workload.synthesis import synthesize
+
         loaded = load_scenario(path)
         workload = synthesize(loaded)
         pools = scenario_pools(loaded)
@@ -197,6 +204,8 @@ def load_input(path: Path, options: InputOptions | None = None) -> Input:
     if node_list_path is not None:
         if not node_list_path.is_file():
             raise InputError("no such file", path=node_list_path, field="--node-list")
+        from gpuplan.workload.k8s_pods import read_node_list
+
         node_list = read_node_list(node_list_path)
         info["node_list"] = str(node_list_path)
     warnings = []

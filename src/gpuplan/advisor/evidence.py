@@ -22,7 +22,7 @@ from gpuplan.scenario.load import ResolvedPool
 from gpuplan.scenario.model import Scenario
 from gpuplan.workload.characterize import characterize
 from gpuplan.workload.services import DEMAND_STEP_S
-from gpuplan.workload.synthesis import Workload
+from gpuplan.workload.workload import Workload
 
 # kinds whose GPU-hours are a platform pattern (Deployments, pipeline controllers); the rest queue
 PLATFORM_KINDS = ("service", "pipeline")

@@ -5,10 +5,9 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.table import Table
 
 from gpuplan.cli.common import (
     JsonOption,
@@ -20,6 +19,9 @@ from gpuplan.cli.common import (
     steps,
     warn,
 )
+
+if TYPE_CHECKING:
+    from rich.table import Table
 
 
 def compare(
@@ -75,6 +77,8 @@ def _work_not_done(m: dict[str, Any]) -> str:
 
 def side_by_side(models: dict[str, dict[str, Any]]) -> Table:
     """The figures an architecture review compares, one column per model."""
+    from rich.table import Table
+
     names = list(models)
     table = Table(title="operating models side by side")
     table.add_column("figure")

@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.table import Table
 
 from gpuplan.cli.common import JsonOption, call, console
 
@@ -52,6 +51,8 @@ def events(
     shown = [
         name for name in ("reason", "detail", "queue", "flavor") if any(row[name] for row in chosen.rows)
     ]
+    from rich.table import Table
+
     table = Table(*(["model"] if len(models) > 1 else []), "time_s", "job", "event", *shown)
     for column in table.columns:
         column.overflow = "fold"  # names and reasons have no spaces to wrap at: fold, never cut

@@ -9,7 +9,6 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
-from rich.table import Table
 
 from gpuplan.cli.common import (
     FormatOption,
@@ -70,6 +69,8 @@ def _hours(seconds: float | None) -> str:
 
 
 def print_figures(out: Console, f: dict[str, Any]) -> None:
+    from rich.table import Table
+
     summary = Table(title=f"workload of {f['input']['path']}")
     summary.add_column("figure")
     summary.add_column("value", justify="right")

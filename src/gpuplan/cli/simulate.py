@@ -10,7 +10,6 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
-from rich.table import Table
 
 from gpuplan.cli.common import (
     FormatOption,
@@ -121,6 +120,8 @@ def settings_lines(settings: dict[str, Any], indent: str = "  ") -> list[str]:
 
 
 def print_summary(out: Console, summary: dict[str, Any], files: list[Path]) -> None:
+    from rich.table import Table
+
     jobs, wait = summary["jobs"], summary["wait_s"]
     out.print(f"{summary['model']} settings (all of them in summary.json):")
     for line in settings_lines(summary["settings"]):

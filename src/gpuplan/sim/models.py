@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from gpuplan.inputs import Input
     from gpuplan.sim.cluster import Pool
     from gpuplan.sim.outcome import ModelRun
-    from gpuplan.workload.synthesis import Workload
+    from gpuplan.workload.workload import Workload
 
 SettingsT = TypeVar("SettingsT")
 

@@ -163,6 +163,8 @@ class ModelRun:
             return pa.nulls(len(self.jobs), pa.large_string())
         lists = pa.concat_arrays([p.schedule.node_lists() for p in self.pools])
         order = np.concatenate([p.jobs for p in self.pools])
+        if np.array_equal(order, np.arange(len(order))):
+            return lists  # already in job order: no take, whose pyarrow.compute costs start-up time
         position = np.empty(len(order), dtype=np.int64)
         position[order] = np.arange(len(order))
         return lists.take(pa.array(position))

@@ -17,7 +17,7 @@ import numpy as np
 import numpy.typing as npt
 
 from gpuplan.workload.jobtable import Float64
-from gpuplan.workload.synthesis import Workload
+from gpuplan.workload.workload import Workload
 
 # GPUs-per-job bins: (label, lowest, highest)
 SIZE_BINS = [("1", 1, 1), ("2", 2, 2), ("3-4", 3, 4), ("5-8", 5, 8), ("9-16", 9, 16), ("17-64", 17, 64)]

@@ -27,7 +27,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 
 from gpuplan.errors import InputError
 from gpuplan.workload.csvcolumns import Column, check_gpus_per_node, gpu_trace, job_ids, read_csv_columns
@@ -36,57 +35,23 @@ from gpuplan.workload.jobtable import (
     MAX_GPUS_PER_NODE,
     MAX_MEMORY_MIB_PER_NODE,
     MAX_TIME_S,
-    Int32,
-    Int64,
     JobTable,
     Labels,
     out_of_range,
     range_text,
     split_gpus,
 )
+
+# the types of pod traces, apart so that another trace loads none of this module; named here too for
+# the modules that import them from here (the compiled Kubernetes model)
+from gpuplan.workload.pods import NodeList as NodeList
+from gpuplan.workload.pods import PodRequests as PodRequests
+from gpuplan.workload.pods import PodTrace as PodTrace
+from gpuplan.workload.pods import node_list_beside as node_list_beside
 from gpuplan.workload.textfile import decode_utf8, read_bytes
-from gpuplan.workload.trace import Trace
 
 GPU_RESOURCE = "nvidia.com/gpu"
 JOB_LABELS = ("batch.kubernetes.io/job-name", "job-name", "training.kubeflow.org/job-name")
-NODE_LIST_SUFFIX = "_node_list_gpu_node.csv"
-
-
-@dataclass(frozen=True)
-class PodTrace(Trace):
-    """A trace of pods, with what a job table does not hold, one entry per job (``jobs`` order):
-    the share of one GPU each pod asks (thousandths; 1000 = whole GPUs), and CPU and memory requests."""
-
-    gpu_milli: Int32 | None = None
-    cpu_milli: Int64 | None = None
-    memory_mib: Int64 | None = None
-
-
-@dataclass(frozen=True)
-class PodRequests:
-    """What each pod of a workload asks beyond whole GPUs, one entry per job: the share of one GPU
-    (thousandths; 1000 = whole GPUs), and CPU (millicores) and memory (MiB) requests."""
-
-    gpu_milli: Int32 | None = None
-    cpu_milli: Int64 | None = None
-    memory_mib: Int64 | None = None
-
-    def take(self, rows: npt.NDArray[Any]) -> PodRequests:
-        """The requests of the jobs at ``rows``, as JobTable.take takes them."""
-        columns = (self.gpu_milli, self.cpu_milli, self.memory_mib)
-        return PodRequests(*(None if column is None else column[rows] for column in columns))
-
-
-@dataclass(frozen=True)
-class NodeList:
-    """Nodes of a traced cluster: names, allocatable CPU (millicores), memory (MiB), GPUs, GPU model."""
-
-    path: Path
-    names: tuple[str, ...]
-    cpu_milli: Int64
-    memory_mib: Int64
-    gpus: Int32
-    model: tuple[str, ...]
 
 
 # A pod runs on one node: its requests are bounded by what one node can have. gpu_milli is the share
@@ -200,16 +165,6 @@ def read_node_list(path: Path | str) -> NodeList:
         gpus=gpus.astype(np.int32),
         model=tuple(model),
     )
-
-
-def node_list_beside(pod_list: Path) -> Path | None:
-    """The node list lying beside a pod list, as in alibaba/clusterdata: ``X_pod_list_Y.csv[.gz]`` ->
-    ``X_node_list_gpu_node.csv`` in the same directory; None when there is none."""
-    name = pod_list.name
-    if "_pod_list" not in name:
-        return None
-    candidate = pod_list.with_name(name.split("_pod_list")[0] + NODE_LIST_SUFFIX)
-    return candidate if candidate.is_file() else None
 
 
 # -- kubectl get pods -A -o json -------------------------------------------------------------------------

@@ -80,7 +80,7 @@ from gpuplan.workload.jobtable import (
     Labels,
     format_companions,
 )
-from gpuplan.workload.k8s_pods import PodRequests
+from gpuplan.workload.pods import PodRequests
 
 if TYPE_CHECKING:
     from gpuplan.scenario.kubernetes import KubernetesSettings

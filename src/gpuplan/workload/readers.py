@@ -2,34 +2,51 @@
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from gpuplan.errors import InputError
 from gpuplan.sim.registry import Registry
-from gpuplan.workload.helios import read_helios
-from gpuplan.workload.k8s_pods import read_alibaba_pods, read_kubectl_pods
-from gpuplan.workload.philly import read_chronus, read_philly
-from gpuplan.workload.sacct import read_sacct
-from gpuplan.workload.swf import read_swf
 from gpuplan.workload.textfile import first_line
-from gpuplan.workload.trace import Trace
+
+if TYPE_CHECKING:
+    from gpuplan.workload.trace import Trace
 
 
 class TraceReader(Protocol):
     def __call__(self, path: Path, *, gpus_per_node: int, skip_bad_lines: bool) -> Trace: ...
 
 
+def _reader(entry: str) -> TraceReader:
+    """The reader ``module:function``, its module imported when a trace of its format is read: a
+    trace loads its own reader only (start-up time)."""
+    module, name = entry.split(":")
+
+    def read(path: Path, *, gpus_per_node: int, skip_bad_lines: bool) -> Trace:
+        reader: TraceReader = getattr(importlib.import_module(module), name)
+        return reader(path, gpus_per_node=gpus_per_node, skip_bad_lines=skip_bad_lines)
+
+    read.__qualname__ = entry
+    return read
+
+
 READERS = Registry[TraceReader]("trace format")
-READERS.register("swf", read_swf)
-READERS.register("philly", read_philly)  # Pollux/AdaptDL's Philly job list
-READERS.register("chronus", read_chronus)  # Chronus's Philly SLO/best-effort mix
-READERS.register("helios", read_helios)  # Helios cluster_log.csv and Acme trace_*.csv, by header
-READERS.register("acme", read_helios)
-READERS.register("sacct", read_sacct)  # Slurm accounting, sacct --parsable2 (-P)
-READERS.register("alibaba", read_alibaba_pods)  # Alibaba 2023 GPU pod list (openb_pod_list_*.csv)
-READERS.register("kubectl", read_kubectl_pods)  # kubectl get pods -A -o json
+READERS.register("swf", _reader("gpuplan.workload.swf:read_swf"))
+# Pollux/AdaptDL's Philly job list
+READERS.register("philly", _reader("gpuplan.workload.philly:read_philly"))
+# Chronus's Philly SLO/best-effort mix
+READERS.register("chronus", _reader("gpuplan.workload.philly:read_chronus"))
+# Helios cluster_log.csv and Acme trace_*.csv, by header
+_read_helios = READERS.register("helios", _reader("gpuplan.workload.helios:read_helios"))
+READERS.register("acme", _read_helios)
+# Slurm accounting, sacct --parsable2 (-P)
+READERS.register("sacct", _reader("gpuplan.workload.sacct:read_sacct"))
+# Alibaba 2023 GPU pod list (openb_pod_list_*.csv)
+READERS.register("alibaba", _reader("gpuplan.workload.k8s_pods:read_alibaba_pods"))
+# kubectl get pods -A -o json
+READERS.register("kubectl", _reader("gpuplan.workload.k8s_pods:read_kubectl_pods"))
 
 # File name endings that name a format.
 SUFFIXES: dict[str, str] = {

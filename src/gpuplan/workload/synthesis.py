@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 import zlib
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -41,28 +41,18 @@ from gpuplan.scenario.model import (
 )
 from gpuplan.workload.demand import read_demand_csv
 from gpuplan.workload.jobtable import Float64, JobTable, Labels
-from gpuplan.workload.k8s_pods import PodRequests
 from gpuplan.workload.kueue_jobs import listed_table, read_checked_list
+from gpuplan.workload.pods import PodRequests
 from gpuplan.workload.readers import read_trace
 from gpuplan.workload.services import DEMAND_STEP_S, Service
 from gpuplan.workload.trace import Trace
 
+# Workload lives in gpuplan.workload.workload (a trace needs none of this module); named here too for
+# the modules that import it from here (the compiled Kubernetes model's type hints)
+from gpuplan.workload.workload import Workload as Workload
+
 DAY_S = 86400.0
 WEEK_S = 7 * DAY_S
-
-
-@dataclass(frozen=True)
-class Workload:
-    """Jobs and services to simulate, from a scenario or a trace."""
-
-    jobs: JobTable
-    services: list[Service] = field(default_factory=list)
-    epoch_s: float | None = None  # Unix time of t = 0
-    horizon_s: float | None = None
-    capacity_gpus: int | None = None  # GPUs of the cluster the workload runs on, when known
-    team_shares: dict[str, float] | None = None
-    team_users: dict[str, int] | None = None  # user associations per team (Slurm's), jobs or not
-    pod_requests: PodRequests | None = None  # a pod trace's requests, aligned with ``jobs``
 
 
 def _rng(seed: int, name: str) -> np.random.Generator:

@@ -43,7 +43,7 @@ from gpuplan.workload.jobtable import Bool, Int32, JobTable, Labels
 from gpuplan.workload.services import Service
 
 if TYPE_CHECKING:
-    from gpuplan.workload.synthesis import Workload
+    from gpuplan.workload.workload import Workload
 
 MODEL = "hybrid"
 SIDES = ("slurm", "kubernetes")

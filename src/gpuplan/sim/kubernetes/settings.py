@@ -26,7 +26,7 @@ from gpuplan.scenario.kubernetes import KubernetesSettings
 from gpuplan.scenario.model import BatchWorkload
 from gpuplan.sim.cluster import Pool
 from gpuplan.sim.kubernetes.cluster import NodePoolSpec
-from gpuplan.workload.k8s_pods import NodeList
+from gpuplan.workload.pods import NodeList
 
 if TYPE_CHECKING:
     from gpuplan.inputs import Input

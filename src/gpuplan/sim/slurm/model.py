@@ -60,7 +60,7 @@ from gpuplan.workload.jobtable import JobTable, Labels
 from gpuplan.workload.services import DEMAND_STEP_S, Service
 
 if TYPE_CHECKING:
-    from gpuplan.workload.synthesis import Workload
+    from gpuplan.workload.workload import Workload
 
 MODEL = "slurm"
 
