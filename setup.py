@@ -20,7 +20,8 @@ from setuptools.command.build_ext import build_ext
 CORE = "src/gpuplan/sim/engine/_core"
 SLURM = "src/gpuplan/sim/slurm/_core"
 KUBE = "src/gpuplan/sim/kubernetes/_core"
-PIECES = ("policies", "backfill_map", "select", "priority", "qos", "preempt", "reservations", "lending", "topology")
+PIECES = ("policies", "backfill_map", "select", "priority", "fairshare", "qos", "preempt", "reservations")
+PIECES += ("lending", "topology")
 # the modules mypyc compiles: pyproject.toml's [tool.gpuplan] mypyc
 COMPILED = [
     f"src/gpuplan/{path}" for path in tomllib.loads(Path("pyproject.toml").read_text())["tool"]["gpuplan"]["mypyc"]

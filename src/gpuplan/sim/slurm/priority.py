@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import numpy.typing as npt
 
-from gpuplan.sim.slurm.fairshare import ALGORITHMS, FairShare
+from gpuplan.sim.slurm.fairshare import ALGORITHMS, RESET_PERIODS, FairShare, FairTree
 from gpuplan.workload.jobtable import Float64, Int32, Labels
 
 DAY_S = 86400.0
@@ -76,9 +76,22 @@ class PriorityInputs:
         """The compiled piece: multifactor, or basic's submit order within PriorityTier (no fair share)."""
         return "priority/basic" if self.fairshare is None else "priority/multifactor"
 
-    def for_engine(self) -> dict[str, object]:
-        """The settings ``_core/priority.c`` reads, by name."""
+    def for_engine(self, fair_tree_in_c: bool = True) -> dict[str, object]:
+        """The settings ``_core/priority.c`` reads, by name. Fair Tree is computed in the engine
+        (``_core/fairshare.c``, the same factors), unless ``fair_tree_in_c`` is off: then, as
+        classic fair share, by the hook in Python at each recalculation."""
         s = self.settings
+        fairshare = self.fairshare
+        in_c: dict[str, object] = {}
+        if fair_tree_in_c and isinstance(fairshare, FairTree):
+            in_c = {
+                "fair_tree_accounts": np.ascontiguousarray(fairshare.account_of_user, dtype=np.int32),
+                "fair_tree_shares": np.ascontiguousarray(fairshare.account_shares, dtype=np.float64),
+                "decay_half_life_s": fairshare.half_life_s,
+                "usage_reset_period": RESET_PERIODS.index(fairshare.reset_period),
+                "epoch_s": fairshare.epoch_s,
+            }
+            fairshare = None
         return {
             "plugin": self.plugin,
             "static": np.ascontiguousarray(self.static, dtype=np.float64),
@@ -90,9 +103,10 @@ class PriorityInputs:
             "max_age_s": s.max_age_s,
             "weight_fairshare": s.weight_fairshare,
             "calc_period_s": s.calc_period_s,
-            "fairshare": self.fairshare,  # called as fairshare(now, usage) at each recalculation
+            "fairshare": fairshare,  # called as fairshare(now, usage) at each recalculation
             "calc_phase_s": self.clock.calc_phase_s,
             "tick_usage_only": self.clock.tick_usage_only,
+            **in_c,
         }
 
 

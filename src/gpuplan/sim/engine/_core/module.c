@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "fairshare.h"
 #include "pieces.h"
 #include "plugins.h"
 #include "kube.h"
@@ -385,7 +386,47 @@ static PyObject *check_signals(PyObject *self, PyObject *unused) {
     Py_RETURN_NONE;
 }
 
+PyDoc_STRVAR(fair_tree_doc,
+             "fair_tree(accounts, shares, half_life_s, reset_period, epoch_s, times, accrued) -> bytes\n"
+             "--\n\n"
+             "The engine's Fair Tree (slurm/_core/fairshare.c) at each of `times` (float64), given each\n"
+             "user association's usage since the last (`accrued`: float64, len(times) x associations):\n"
+             "the factors, float64, one row per time. For the tests that compare it with fairshare.py.");
+
+static PyObject *fair_tree(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_buffer accounts, shares, times, accrued;
+    double half_life_s, epoch_s;
+    int reset_period;
+    if (!PyArg_ParseTuple(args, "y*y*didy*y*", &accounts, &shares, &half_life_s, &reset_period, &epoch_s, &times,
+                          &accrued))
+        return NULL;
+    Py_ssize_t users = accounts.len / 4, n_accounts = shares.len / 8, calls = times.len / 8;
+    PyObject *out = NULL;
+    GpFairTree *tree = NULL;
+    if (users < 1 || n_accounts < 1 || accrued.len != calls * users * 8 || reset_period < GP_RESET_NONE ||
+        reset_period > GP_RESET_YEARLY ||
+        gp_check_indices(accounts.buf, users, n_accounts, "fair_tree: association %zd has no account") < 0) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "fair_tree: bad arguments");
+    } else if (!(tree = gp_fair_tree_new((int32_t)users, accounts.buf, (int32_t)n_accounts, shares.buf, half_life_s,
+                                         reset_period, epoch_s))) {
+        PyErr_NoMemory();
+    } else if ((out = PyBytes_FromStringAndSize(NULL, calls * users * 8))) {
+        double *factors = (double *)PyBytes_AS_STRING(out);
+        for (Py_ssize_t c = 0; c < calls; c++)
+            gp_fair_tree_factors(tree, ((const double *)times.buf)[c], (const double *)accrued.buf + c * users,
+                                 factors + c * users);
+    }
+    gp_fair_tree_free(tree);
+    PyBuffer_Release(&accounts);
+    PyBuffer_Release(&shares);
+    PyBuffer_Release(&times);
+    PyBuffer_Release(&accrued);
+    return out;
+}
+
 static PyMethodDef methods[] = {
+    {"fair_tree", fair_tree, METH_VARARGS, fair_tree_doc},
     {"check_signals", check_signals, METH_NOARGS, check_signals_doc},
     {"simulate", (PyCFunction)(void (*)(void))simulate, METH_VARARGS | METH_KEYWORDS, simulate_doc},
     {"hostlists", hostlists, METH_VARARGS, hostlists_doc},

@@ -37,6 +37,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fairshare.h"
 #include "plugins.h"
 #include "preempt.h"
 
@@ -62,6 +63,7 @@ struct GpPriority {
     int tick_usage_only;
     /* fair-share hook(now, usage_bytes) -> float64 buffer of factors, called with the GIL; or None */
     PyObject *fairshare;
+    GpFairTree *fair_tree; /* or Fair Tree computed here (fairshare.c), with no call into Python */
 };
 
 /* Called with the GIL held: hand each account's usage since the last call, take factors. */
@@ -259,7 +261,9 @@ static int priority_instant(Sim *sim, void *state, double now) {
     struct GpPriority *p = state;
     if (now >= p->next_recalc) {
         for (int32_t k = 0; k < sim->est_len; k++) charge_usage(sim, p, sim->est_heap[k], now);
-        if (p->fairshare != Py_None) {
+        if (p->fair_tree) {
+            gp_fair_tree_factors(p->fair_tree, now, p->acct_usage, p->fs_factor);
+        } else if (p->fairshare != Py_None) {
             PyGILState_STATE gil = PyGILState_Ensure();
             int failed = call_fairshare_hook(p, now);
             PyGILState_Release(gil);
@@ -299,6 +303,7 @@ static void priority_free(void *state) {
     PyMem_RawFree(p->keeps_priority);
     PyMem_RawFree(p->accrued);
     PyMem_RawFree(p->unaccrued);
+    gp_fair_tree_free(p->fair_tree);
     PyMem_RawFree(p);
 }
 
@@ -314,7 +319,9 @@ static const GpHooks PRIORITY_HOOKS = {
 
 /* Settings (priority.py PriorityInputs.for_engine): static, usage_billing, submitted_s (float64) and association
  * (int32) per job; accounts; weight_age, max_age_s, weight_fairshare, calc_period_s, calc_phase_s;
- * tick_usage_only; fairshare (the hook, or None). */
+ * tick_usage_only; fairshare (the hook, or None); or, for Fair Tree computed here, fair_tree_accounts
+ * (int32 per user association: its account), fair_tree_shares (float64 per account),
+ * decay_half_life_s, usage_reset_period (GP_RESET_*) and epoch_s. */
 static int multifactor_setup(Sim *sim, GpSettings *s) {
     struct GpPriority p = {0};
     void *prio_static, *account, *usage, *submitted;
@@ -331,6 +338,23 @@ static int multifactor_setup(Sim *sim, GpSettings *s) {
         gp_read_bool(s, "tick_usage_only", &p.tick_usage_only) < 0 ||
         gp_read_object(s, "fairshare", 0, &p.fairshare) < 0)
         return -1;
+    void *tree_accounts = NULL, *tree_shares = NULL;
+    Py_ssize_t n_tree_accounts = 0;
+    double half_life = 0, epoch = 0;
+    int64_t reset = GP_RESET_NONE;
+    if (gp_read_array(s, "fair_tree_accounts", 4, accounts, 0, 1, &tree_accounts, NULL) < 0) return -1;
+    if (tree_accounts &&
+        (gp_read_array(s, "fair_tree_shares", 8, -1, 0, 0, &tree_shares, &n_tree_accounts) < 0 ||
+         gp_read_double(s, "decay_half_life_s", &half_life) < 0 || gp_read_int(s, "usage_reset_period", &reset) < 0 ||
+         gp_read_double(s, "epoch_s", &epoch) < 0))
+        return -1;
+    if (tree_accounts && (n_tree_accounts < 1 || n_tree_accounts > INT32_MAX || reset < GP_RESET_NONE ||
+                          reset > GP_RESET_YEARLY ||
+                          gp_check_indices(tree_accounts, accounts, n_tree_accounts,
+                                           "priority: user association %zd has no account") < 0)) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "priority: fair_tree_shares or usage_reset_period");
+        return -1;
+    }
     if (accounts < 1 || accounts > INT32_MAX) {
         PyErr_SetString(PyExc_ValueError, "priority: at least one account");
         return -1;
@@ -355,9 +379,13 @@ static int multifactor_setup(Sim *sim, GpSettings *s) {
         state->keeps_priority = PyMem_RawCalloc(n, sizeof(uint8_t));
         state->accrued = PyMem_RawCalloc(n, sizeof(uint8_t));
         state->unaccrued = PyMem_RawMalloc(n * sizeof(int32_t));
+        state->fair_tree = tree_accounts ? gp_fair_tree_new((int32_t)a, tree_accounts, (int32_t)n_tree_accounts,
+                                                            tree_shares, half_life, (int)reset, epoch)
+                                         : NULL;
     }
     if (!state || !state->priority || !state->submit_s || !state->eligible_s || !state->fs_factor ||
         !state->acct_usage || !state->keeps_priority || !state->accrued || !state->unaccrued ||
+        (tree_accounts && !state->fair_tree) ||
         gp_add_piece(sim, s->piece, &PRIORITY_HOOKS, state) < 0) {
         priority_free(state);
         PyErr_NoMemory();
