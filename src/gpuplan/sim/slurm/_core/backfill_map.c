@@ -42,9 +42,11 @@
  * will-run answer (now + 1 for a job past its planned end, else a planned end), a plan rejected
  * beyond bf_window (now + bf_window), a reservation's start (a start at or before now would be
  * clipped to the map's begin), a job's first window [now, now + limit] (the records it reaches),
- * and the map's end, floor_res(now + bf_window), which nothing the cycle used may reach. Rounding
- * the map's begin to bf_resolution changes nothing then: its first record holds every node. The
- * pruning (any_could_start) only ends a later cycle sooner, which starts nothing. The next cycles
+ * and the map's end, floor_res(now + bf_window): a later cycle's map must end at the same time,
+ * unless nothing the cycle used reached it (with bf_resolution 60 s and bf_interval 30 s, every
+ * other cycle of a deep queue has the same end). Rounding the map's begin to bf_resolution changes
+ * nothing then: its first record holds every node. The pruning (any_could_start) only ends a
+ * later cycle sooner, which starts nothing. The next cycles
  * with the same state are skipped while `now` stays within those bounds. Preemption and advance
  * reservations decide on `now` in more ways (grace times, reservation windows): with them every
  * cycle runs. Only starts leave a cycle, so the schedule is the same (bench/identical.py).
@@ -775,8 +777,11 @@ void gp_backfill_map_cycle(Sim *sim, BackfillMap *bf, double now) {
     int32_t n_running = -1; /* the running jobs by planned end: listed when will-run first needs them */
 
     int64_t version = sim->state_version;
-    if (!bf->full_cycles && version == bf->quiet_version && now <= bf->quiet_through && now < bf->quiet_before)
-        return; /* the last cycle's decisions hold: it starts nothing */
+    /* the last cycle's decisions hold (its map ends where this one's would, or it used none of its
+     * end): this one starts nothing */
+    if (!bf->full_cycles && version == bf->quiet_version && now <= bf->quiet_through && now < bf->quiet_before &&
+        (bf->quiet_any_end || floor_res(clock, now + clock->window_s) == bf->quiet_map_end))
+        return;
     bf->quiet_version = -1;
     Quiet quiet = {INFINITY, INFINITY, -INFINITY};
 
@@ -930,9 +935,11 @@ void gp_backfill_map_cycle(Sim *sim, BackfillMap *bf, double now) {
         }
     }
     if (version == sim->state_version && !sim->preempt && !sim->reservations && !sim->hold &&
-        !sim->out_of_memory && quiet.reach < map_end_s) {
+        !sim->out_of_memory) {
         bf->quiet_version = version;
         bf->quiet_through = quiet.through;
         bf->quiet_before = quiet.before;
+        bf->quiet_map_end = map_end_s;
+        bf->quiet_any_end = quiet.reach < map_end_s;
     }
 }

@@ -48,6 +48,8 @@ typedef struct {
      * that show it changes no schedule). */
     int64_t quiet_version;
     double quiet_through, quiet_before;
+    double quiet_map_end; /* its map's end; quiet_any_end: nothing it used reached it */
+    int quiet_any_end;
     int full_cycles;
 } BackfillMap;
 
