@@ -311,7 +311,7 @@ static RunEntry run_entry(const Sim *sim, int32_t job) {
 
 static inline int has_node(const uint64_t *bits, int32_t node) { return bits[node >> 6] >> (node & 63) & 1; }
 
-/* Does running job `job` hold a node of `bits`? */
+/* Does the running job of `entry` hold a node of `bits`? */
 static int job_touches(const Sim *sim, const RunEntry *entry, const uint64_t *bits) {
     if (entry->node >= 0) return has_node(bits, entry->node);
     int32_t job = entry->job;

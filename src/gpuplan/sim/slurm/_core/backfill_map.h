@@ -27,7 +27,7 @@ typedef struct {
     uint64_t *map_bits;
     uint64_t *map_suffix; /* per record, n_words: the window's suffix intersections */
     int32_t map_len, map_cap;
-    uint64_t *bits_scratch; /* 4 x n_words */
+    uint64_t *bits_scratch; /* 6 x n_words */
     struct RunEntry *run_order; /* the running jobs by planned end: run_listed of them, kept between cycles */
     int32_t run_listed;
     uint32_t *run_mark; /* per job: listed in this listing (run_mark_epoch) */
