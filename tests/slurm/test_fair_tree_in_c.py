@@ -7,6 +7,7 @@ PriorityUsageResetPeriod, with a clock near a month's and a year's end.
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from typing import Any
 from unittest import mock
 
@@ -34,9 +35,7 @@ def run(
     def in_python(self: PriorityInputs, fair_tree_in_c: bool = True) -> dict[str, object]:
         return engine_settings(self, fair_tree_in_c=False)
 
-    if in_c:
-        return run_slurm(jobs, nodes, 1, slurm, team_shares=shares, epoch_s=epoch_s)
-    with mock.patch.object(PriorityInputs, "for_engine", in_python):
+    with nullcontext() if in_c else mock.patch.object(PriorityInputs, "for_engine", in_python):
         return run_slurm(jobs, nodes, 1, slurm, team_shares=shares, epoch_s=epoch_s)
 
 

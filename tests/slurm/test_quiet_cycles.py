@@ -8,6 +8,7 @@ by jobs of a few GPUs, and jobs past their time limit (OverTimeLimit).
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from typing import Any
 from unittest import mock
 
@@ -28,11 +29,7 @@ def run(jobs: Workload, nodes: int, gpus_per_node: int, slurm: SlurmSettings, fu
     def with_full_cycles(self: SlurmSettings, names: tuple[str, ...], epoch_s: float = 0.0) -> dict[str, Any]:
         return {**params(self, names, epoch_s), "full_cycles": True}
 
-    if not full_cycles:
-        return run_slurm(
-            jobs, nodes, gpus_per_node, slurm, team_shares={"a": 1, "b": 3}, epoch_s=1_700_000_017
-        )
-    with mock.patch.object(SlurmSettings, "params", with_full_cycles):
+    with mock.patch.object(SlurmSettings, "params", with_full_cycles) if full_cycles else nullcontext():
         return run_slurm(
             jobs, nodes, gpus_per_node, slurm, team_shares={"a": 1, "b": 3}, epoch_s=1_700_000_017
         )

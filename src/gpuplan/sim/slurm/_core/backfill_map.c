@@ -46,8 +46,8 @@
  * unless nothing the cycle used reached it (with bf_resolution 60 s and bf_interval 30 s, every
  * other cycle of a deep queue has the same end). Rounding the map's begin to bf_resolution changes
  * nothing then: its first record holds every node. The pruning (any_could_start) only ends a
- * later cycle sooner, which starts nothing. The next cycles
- * with the same state are skipped while `now` stays within those bounds. Preemption and advance
+ * later cycle sooner, which starts nothing. The next cycles with the same state are skipped while
+ * `now` stays within those bounds. Preemption and advance
  * reservations decide on `now` in more ways (grace times, reservation windows): with them every
  * cycle runs. Only starts leave a cycle, so the schedule is the same (bench/identical.py).
  */
@@ -78,17 +78,18 @@ static double floor_res(const BackfillClock *clock, double t) {
 /* The nodes of a bitmap. A wheel is built for any x86-64, without the popcnt instruction (the
  * compiler's popcount is then a library call per word): a CPU that has it (any x86-64 since 2008)
  * counts with it, chosen once at run time; on arm64 the compiler's own is an instruction. */
-static int32_t popcount_portable(const uint64_t *bits, int32_t n_words) {
+static inline __attribute__((always_inline)) int32_t popcount_words_of(const uint64_t *bits, int32_t n_words) {
     int32_t count = 0;
     for (int32_t w = 0; w < n_words; w++) count += __builtin_popcountll(bits[w]);
     return count;
 }
 
+static int32_t popcount_portable(const uint64_t *bits, int32_t n_words) { return popcount_words_of(bits, n_words); }
+
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+/* the same loop, compiled with the instruction (inlined here, its builtin expands to popcnt) */
 __attribute__((target("popcnt"))) static int32_t popcount_popcnt(const uint64_t *bits, int32_t n_words) {
-    int32_t count = 0;
-    for (int32_t w = 0; w < n_words; w++) count += __builtin_popcountll(bits[w]);
-    return count;
+    return popcount_words_of(bits, n_words);
 }
 
 static int32_t (*popcount_words)(const uint64_t *, int32_t) = NULL;
@@ -741,6 +742,14 @@ void gp_backfill_map_free(BackfillMap *bf) {
 
 void gp_backfill_map_cycle(Sim *sim, BackfillMap *bf, double now) {
     const BackfillClock *clock = &bf->clock;
+    int64_t version = sim->state_version;
+    /* the last cycle's decisions hold (its map ends where this one's would, or it used none of its
+     * end): this one starts nothing */
+    if (!bf->full_cycles && version == bf->quiet_version && now <= bf->quiet_through && now < bf->quiet_before &&
+        (bf->quiet_any_end || floor_res(clock, now + clock->window_s) == bf->quiet_map_end))
+        return;
+    bf->quiet_version = -1;
+    Quiet quiet = {INFINITY, INFINITY, -INFINITY};
     int32_t W = sim->n_words;
     if (!bf->bits_scratch) {
         /* 4 scratch bitmaps, 2 for the window */
@@ -775,15 +784,6 @@ void gp_backfill_map_cycle(Sim *sim, BackfillMap *bf, double now) {
         all[w] = left >= 64 ? ~UINT64_C(0) : ((UINT64_C(1) << left) - 1);
     }
     int32_t n_running = -1; /* the running jobs by planned end: listed when will-run first needs them */
-
-    int64_t version = sim->state_version;
-    /* the last cycle's decisions hold (its map ends where this one's would, or it used none of its
-     * end): this one starts nothing */
-    if (!bf->full_cycles && version == bf->quiet_version && now <= bf->quiet_through && now < bf->quiet_before &&
-        (bf->quiet_any_end || floor_res(clock, now + clock->window_s) == bf->quiet_map_end))
-        return;
-    bf->quiet_version = -1;
-    Quiet quiet = {INFINITY, INFINITY, -INFINITY};
 
     bf->map_len = 0;
     if (map_reserve(sim, bf, 1) < 0 || user_tests_reset(sim, bf) < 0) return;
@@ -821,7 +821,7 @@ void gp_backfill_map_cycle(Sim *sim, BackfillMap *bf, double now) {
             first = first_after(bf->map_end, first, bf->map_len, start_at);
             /* the first record beginning after the window */
             beyond = first_after(bf->map_begin, beyond > first ? beyond : first, bf->map_len, start_at + limit);
-            if (start_at > quiet.reach) quiet.reach = start_at;
+            if (start_at > quiet.reach) quiet.reach = start_at; /* (not fmax: a call per try) */
             if (start_at == now && beyond < bf->map_len) /* a later now reaches no further record */
                 quiet.before = fmin(quiet.before, bf->map_begin[beyond] - limit);
             double later = NAN;

@@ -205,12 +205,11 @@ static void priority_queued(Sim *sim, void *state, int32_t slot) {
     /* a job is queued again only after it ran, when a pass had read it: it is listed once */
     if (!p->accrued[job] && p->n_unaccrued < sim->n_jobs) p->unaccrued[p->n_unaccrued++] = job;
     /* move it up past queued jobs it comes before (holes are moved along; order is kept) */
-    int32_t s = sim->preempt ? slot : insertion_slot(sim, p, job, slot);
-    while (s > sim->q_first) { /* with preemption the order is partial: step by step, as list_sort */
-        int32_t prev = s - 1;
-        if (sim->q_nodes[prev] != GP_GONE && !before(sim, p, job, sim->q_job[prev])) break;
-        s = prev;
-    }
+    int32_t s = slot;
+    if (!sim->preempt)
+        s = insertion_slot(sim, p, job, slot);
+    else /* with preemption the order is partial: step by step, as list_sort */
+        while (s > sim->q_first && (sim->q_nodes[s - 1] == GP_GONE || before(sim, p, job, sim->q_job[s - 1]))) s--;
     memmove(sim->q_job + s + 1, sim->q_job + s, (size_t)(slot - s) * sizeof(int32_t));
     memmove(sim->q_nodes + s + 1, sim->q_nodes + s, (size_t)(slot - s) * sizeof(int32_t));
     memmove(sim->q_estimate + s + 1, sim->q_estimate + s, (size_t)(slot - s) * sizeof(double));
