@@ -180,14 +180,37 @@ def _session_processes(session: int) -> list[int]:
     return found
 
 
+LONG = """\
+name: long
+seed: 1
+horizon: 30d
+cluster:
+  pools:
+    - {name: h100, shape: BM.GPU.H100.8, nodes: 64}
+teams:
+  - {name: research}
+workloads:
+  - name: training
+    kind: batch
+    team: research
+    arrival: {rate: 300/h}
+    size: {"1x8": 50, "2x8": 30, "8x8": 20}
+    duration: {median: 2h}
+"""
+
+
 def _start_compare(tmp_path: Path) -> subprocess.Popen[bytes]:
+    """A compare that runs for minutes, so that its workers are there to be signalled (the bundled
+    example finishes in well under a second, sometimes before a test sees its workers)."""
+    scenario = tmp_path / "long.yaml"
+    scenario.write_text(LONG)
     return subprocess.Popen(
         [
             sys.executable,
             "-m",
             "gpuplan",
             "compare",
-            str(EXAMPLES / "mixed-org.yaml"),
+            str(scenario),
             "--out",
             str(tmp_path / "out"),
         ],
@@ -250,25 +273,6 @@ def test_ctrl_c_or_sigterm_of_compare_ends_cleanly(
         assert written is None
     else:  # a model had finished: a partial result
         assert written is not None and written.run.partial is not None
-
-
-LONG = """\
-name: long
-seed: 1
-horizon: 30d
-cluster:
-  pools:
-    - {name: h100, shape: BM.GPU.H100.8, nodes: 64}
-teams:
-  - {name: research}
-workloads:
-  - name: training
-    kind: batch
-    team: research
-    arrival: {rate: 300/h}
-    size: {"1x8": 50, "2x8": 30, "8x8": 20}
-    duration: {median: 2h}
-"""
 
 
 def test_ctrl_c_stops_a_long_simulation_inside_the_engine(tmp_path: Path) -> None:
