@@ -1,9 +1,12 @@
-"""Quiet backfill cycles (backfill_map.c): a cycle that starts nothing, followed by cycles that see the
-same queue, running jobs and nodes, is not run again while none of its decisions could change with
-the clock. Skipping them must change no schedule: every case here runs both ways (``full_cycles``
-runs every cycle) on deep queues, where most cycles are quiet, with the map's end (bf_window), its
-rounding (bf_resolution), fair share and age (the queue's order moves between cycles), nodes shared
-by jobs of a few GPUs, and jobs past their time limit (OverTimeLimit).
+"""Two shortcuts of the backfill cycle (backfill_map.c), which must change no schedule:
+- quiet cycles: a cycle that starts nothing, followed by cycles that see the same queue, running
+  jobs and nodes, is not run again while none of its decisions could change with the clock;
+- short records: the tries of a job whose window holds a record with too few nodes fail, and are
+  counted without being made.
+Every case here runs both ways (``full_cycles`` runs every cycle, ``full_tries`` makes every try)
+on deep queues, where most cycles are quiet and the map is full of reservations, with the map's end
+(bf_window), its rounding (bf_resolution), fair share and age (the queue's order moves between
+cycles), nodes shared by jobs of a few GPUs, and jobs past their time limit (OverTimeLimit).
 """
 
 from __future__ import annotations
@@ -23,13 +26,14 @@ from gpuplan.sim.slurm.priority import MultifactorSettings
 from builders import Workload, run_slurm, workload
 
 
-def run(jobs: Workload, nodes: int, gpus_per_node: int, slurm: SlurmSettings, full_cycles: bool) -> ModelRun:
+def run(jobs: Workload, nodes: int, gpus_per_node: int, slurm: SlurmSettings, full: str | None) -> ModelRun:
+    """The run, with the shortcut ``full`` names (``full_cycles``, ``full_tries``) turned off."""
     params = SlurmSettings.params
 
-    def with_full_cycles(self: SlurmSettings, names: tuple[str, ...], epoch_s: float = 0.0) -> dict[str, Any]:
-        return {**params(self, names, epoch_s), "full_cycles": True}
+    def in_full(self: SlurmSettings, names: tuple[str, ...], epoch_s: float = 0.0) -> dict[str, Any]:
+        return {**params(self, names, epoch_s), full: True}
 
-    with mock.patch.object(SlurmSettings, "params", with_full_cycles) if full_cycles else nullcontext():
+    with mock.patch.object(SlurmSettings, "params", in_full) if full else nullcontext():
         return run_slurm(
             jobs, nodes, gpus_per_node, slurm, team_shares={"a": 1, "b": 3}, epoch_s=1_700_000_017
         )
@@ -73,9 +77,16 @@ def deep_queues(draw: st.DrawFn) -> tuple[Workload, int, int]:
     st.sampled_from([10, 60, 1440]),  # bf_window, minutes
     st.sampled_from(["basic", "multifactor"]),
     st.sampled_from([0, 10]),  # OverTimeLimit, minutes
+    st.sampled_from(["full_cycles", "full_tries"]),
 )
-def test_skipping_quiet_cycles_changes_no_schedule(
-    case: tuple[Workload, int, int], interval: int, resolution: int, window: int, priority: str, over: int
+def test_the_shortcuts_change_no_schedule(
+    case: tuple[Workload, int, int],
+    interval: int,
+    resolution: int,
+    window: int,
+    priority: str,
+    over: int,
+    full: str,
 ) -> None:
     jobs, nodes, gpus_per_node = case
     fair = MultifactorSettings(weight_age=1000, max_age_s=3600, weight_fairshare=10000, calc_period_s=120)
@@ -89,7 +100,7 @@ def test_skipping_quiet_cycles_changes_no_schedule(
         over_time_limit=over,
     )
     assert_same_schedule(
-        run(jobs, nodes, gpus_per_node, slurm, False), run(jobs, nodes, gpus_per_node, slurm, True)
+        run(jobs, nodes, gpus_per_node, slurm, None), run(jobs, nodes, gpus_per_node, slurm, full)
     )
 
 
@@ -100,6 +111,6 @@ def test_a_deep_queue_schedules_alike_either_way() -> None:
     for k in range(40):
         jobs.job(submit=k, run=1800 + 60 * (k % 7), nodes=1 + k % 3, limit=3600)
     slurm = SlurmSettings("slurm", bf_interval=30, bf_window=120)
-    quiet, full = run(jobs, 4, 1, slurm, False), run(jobs, 4, 1, slurm, True)
+    quiet, full = run(jobs, 4, 1, slurm, None), run(jobs, 4, 1, slurm, "full_cycles")
     assert_same_schedule(quiet, full)
     assert np.isfinite(quiet.start_s).all()

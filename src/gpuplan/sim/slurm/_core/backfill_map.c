@@ -36,15 +36,23 @@
  * the records: the window's intersection is kept as a queue of two stacks (suffix intersections
  * in front, a running one behind), so a job costs each record once, not once per try.
  *
+ * Short records. Each record keeps its node count and whether a node it lacks is in the next one
+ * (it frees up at its end: map_gain). While no node frees up, a window's records only lose nodes,
+ * so a job's next start time (TRY_LATER) is the end of the first such record from the window's
+ * first; and a record with fewer nodes than the job needs fails every try whose window holds it.
+ * Those tries are counted, not made: on deep queues nearly every try fails so (lublin_256 x 10,
+ * bench/_case.py, when this was added: 445.8 M of 480.5 M tries).
+ *
  * Quiet cycles. With deep queues most cycles start nothing and the next one sees the same queue,
  * running jobs and nodes (sim->state_version): it then makes the same decisions, and starts
  * nothing either, unless one of them depends on `now`. A cycle notes where they do (Quiet): a
  * will-run answer (now + 1 for a job past its planned end, else a planned end), a plan rejected
  * beyond bf_window (now + bf_window), a reservation's start (a start at or before now would be
  * clipped to the map's begin), a job's first window [now, now + limit] (the records it reaches),
- * and the map's end, floor_res(now + bf_window): a later cycle's map must end at the same time,
- * unless nothing the cycle used reached it (with bf_resolution 60 s and bf_interval 30 s, every
- * other cycle of a deep queue has the same end). Rounding the map's begin to bf_resolution changes
+ * and the map's end, floor_res(now + bf_window): a later cycle's map ends later by a multiple of
+ * bf_resolution, and only its last record is longer, so it decides the same unless it ends after
+ * a time the cycle used at or beyond the old end (a try's start, a reservation's end, or its
+ * start when it lies beyond the map). Rounding the map's begin to bf_resolution changes
  * nothing then: its first record holds every node. The pruning (any_could_start) only ends a
  * later cycle sooner, which starts nothing. The next cycles with the same state are skipped while
  * `now` stays within those bounds. Preemption and advance
@@ -63,10 +71,17 @@
 #include "reservations.h"
 
 /* Where a cycle's decisions depend on `now` (see quiet cycles above): the same decisions hold at a
- * later cycle's now' <= through and now' < before, if nothing it used reached `reach` or beyond. */
+ * later cycle's now' <= through and now' < before, with a map that ends by `ends_by`. */
 typedef struct {
-    double through, before, reach;
+    double through, before, ends_by;
 } Quiet;
+
+/* A cycle whose map ends at map_end used time t (a try's start, a reservation's bounds): a later
+ * map that ends after t would hold a record there that this one lacks. Times before map_end are
+ * in both maps alike (only the last record's end moves). */
+static inline void quiet_used(Quiet *quiet, double map_end, double t) {
+    if (t >= map_end && t < quiet->ends_by) quiet->ends_by = t;
+}
 
 /* Slurm gives up on a job after this many later start times (its bf_max_time safeguard). */
 #define MAX_TRIES 500
@@ -117,7 +132,11 @@ static int map_reserve(Sim *sim, BackfillMap *bf, int32_t extra) {
     if (bits) bf->map_bits = bits;
     uint64_t *suffix = PyMem_RawRealloc(bf->map_suffix, (size_t)cap * (size_t)sim->n_words * sizeof(uint64_t));
     if (suffix) bf->map_suffix = suffix;
-    if (!begin || !end || !bits || !suffix) {
+    int32_t *count = PyMem_RawRealloc(bf->map_count, (size_t)cap * sizeof(int32_t));
+    if (count) bf->map_count = count;
+    uint8_t *gain = PyMem_RawRealloc(bf->map_gain, (size_t)cap);
+    if (gain) bf->map_gain = gain;
+    if (!begin || !end || !bits || !suffix || !count || !gain) {
         sim->out_of_memory = 1;
         return -1;
     }
@@ -132,7 +151,7 @@ static inline uint64_t *rec_bits(const Sim *sim, BackfillMap *bf, int32_t k) {
 /* The first of times[from .. len) after t (times ascending), or len. The callers' t only moves
  * forward, and the answer is most often at or near `from`: it is looked for by doubling steps from
  * there, then halving (O(log distance), not O(log len)). */
-static int32_t first_after(const double *times, int32_t from, int32_t len, double t) {
+static inline int32_t first_after(const double *times, int32_t from, int32_t len, double t) {
     if (from >= len || times[from] > t) return from;
     int32_t step = 1; /* times[from] <= t */
     while (from + step < len && times[from + step] <= t) {
@@ -162,7 +181,12 @@ static void split_after(Sim *sim, BackfillMap *bf, int32_t k, double from) {
     memmove(bf->map_begin + k + 2, bf->map_begin + k + 1, (size_t)tail * sizeof(double));
     memmove(bf->map_end + k + 2, bf->map_end + k + 1, (size_t)tail * sizeof(double));
     memmove(rec_bits(sim, bf, k + 2), rec_bits(sim, bf, k + 1), (size_t)tail * W * sizeof(uint64_t));
+    memmove(bf->map_count + k + 2, bf->map_count + k + 1, (size_t)tail * sizeof(int32_t));
+    memmove(bf->map_gain + k + 2, bf->map_gain + k + 1, (size_t)tail);
     memcpy(rec_bits(sim, bf, k + 1), rec_bits(sim, bf, k), (size_t)W * sizeof(uint64_t));
+    bf->map_count[k + 1] = bf->map_count[k];
+    bf->map_gain[k + 1] = bf->map_gain[k];
+    bf->map_gain[k] = 0; /* (the same nodes on both sides) */
     bf->map_begin[k + 1] = from;
     bf->map_end[k + 1] = bf->map_end[k];
     bf->map_end[k] = from;
@@ -174,7 +198,22 @@ static void remove_record(Sim *sim, BackfillMap *bf, int32_t k) {
     memmove(bf->map_begin + k, bf->map_begin + k + 1, (size_t)tail * sizeof(double));
     memmove(bf->map_end + k, bf->map_end + k + 1, (size_t)tail * sizeof(double));
     memmove(rec_bits(sim, bf, k), rec_bits(sim, bf, k + 1), (size_t)tail * W * sizeof(uint64_t));
+    memmove(bf->map_count + k, bf->map_count + k + 1, (size_t)tail * sizeof(int32_t));
+    memmove(bf->map_gain + k, bf->map_gain + k + 1, (size_t)tail);
     bf->map_len--;
+}
+
+/* The gain flags of records [from, to] (the last record has none: nothing follows it). */
+static void refresh_gains(const Sim *sim, BackfillMap *bf, int32_t from, int32_t to) {
+    if (from < 0) from = 0;
+    for (int32_t k = from; k <= to && k < bf->map_len; k++) {
+        uint8_t gains = 0;
+        if (k + 1 < bf->map_len) {
+            const uint64_t *bits = rec_bits(sim, bf, k), *next = rec_bits(sim, bf, k + 1);
+            for (int32_t w = 0; w < sim->n_words && !gains; w++) gains = (next[w] & ~bits[w]) != 0;
+        }
+        bf->map_gain[k] = gains;
+    }
 }
 
 /* backfill.c:_add_reservation: split the map at start and end, take `nodes` out of the records
@@ -187,7 +226,7 @@ static void add_reservation(Sim *sim, BackfillMap *bf, const BackfillClock *cloc
     if (start < bf->map_begin[0]) start = bf->map_begin[0];
     if (end < start + clock->resolution_s) end = start + clock->resolution_s;
     int placed = 0;
-    int32_t j = 0, one_before = 0, one_after = -1;
+    int32_t j = 0, one_before = 0, one_after = -1, last = -1;
     for (;;) {
         if (bf->map_end[j] > start) {
             split_after(sim, bf, j, start);
@@ -206,6 +245,8 @@ static void add_reservation(Sim *sim, BackfillMap *bf, const BackfillClock *cloc
         if (end < bf->map_end[j]) split_after(sim, bf, j, end);
         uint64_t *bits = rec_bits(sim, bf, j);
         for (int32_t w = 0; w < W; w++) bits[w] &= ~nodes[w];
+        bf->map_count[j] = popcount(bits, W);
+        last = j;
         if (end == bf->map_end[j]) {
             one_after = j + 1 < bf->map_len ? j + 1 : -1;
             break;
@@ -218,6 +259,25 @@ static void add_reservation(Sim *sim, BackfillMap *bf, const BackfillClock *cloc
             break;
         }
     }
+    /* the records from one_before + 1 to `last` lost nodes (one of them may have merged since) */
+    if (last >= 0) refresh_gains(sim, bf, one_before, last);
+}
+
+/* The first record of [from, upto], short of the last one, after whose end a node it lacks frees up
+ * (map_gain), or -1. */
+static int32_t first_gain(const BackfillMap *bf, int32_t from, int32_t upto) {
+    for (int32_t k = from; k <= upto && k + 1 < bf->map_len; k++)
+        if (bf->map_gain[k]) return k;
+    return -1;
+}
+
+/* The same, for [from, the first record beginning after `until`]. */
+static int32_t first_gain_before(const BackfillMap *bf, int32_t from, double until) {
+    for (int32_t k = from; k + 1 < bf->map_len; k++) {
+        if (bf->map_gain[k]) return k;
+        if (bf->map_begin[k] > until) break; /* (k + 1 is beyond) */
+    }
+    return -1;
 }
 
 /* backfill.c:_test_resv_overlap: does a record within [start, end) lack one of `nodes`? */
@@ -724,6 +784,8 @@ void gp_backfill_map_free(BackfillMap *bf) {
     PyMem_RawFree(bf->map_end);
     PyMem_RawFree(bf->map_bits);
     PyMem_RawFree(bf->map_suffix);
+    PyMem_RawFree(bf->map_count);
+    PyMem_RawFree(bf->map_gain);
     PyMem_RawFree(bf->bits_scratch);
     PyMem_RawFree(bf->run_order);
     if (bf->memo) {
@@ -743,13 +805,12 @@ void gp_backfill_map_free(BackfillMap *bf) {
 void gp_backfill_map_cycle(Sim *sim, BackfillMap *bf, double now) {
     const BackfillClock *clock = &bf->clock;
     int64_t version = sim->state_version;
-    /* the last cycle's decisions hold (its map ends where this one's would, or it used none of its
-     * end): this one starts nothing */
+    /* the last cycle's decisions hold (and this one's map ends by quiet_ends_by): it starts nothing */
     if (!bf->full_cycles && version == bf->quiet_version && now <= bf->quiet_through && now < bf->quiet_before &&
-        (bf->quiet_any_end || floor_res(clock, now + clock->window_s) == bf->quiet_map_end))
+        floor_res(clock, now + clock->window_s) <= bf->quiet_ends_by)
         return;
     bf->quiet_version = -1;
-    Quiet quiet = {INFINITY, INFINITY, -INFINITY};
+    Quiet quiet = {INFINITY, INFINITY, INFINITY};
     int32_t W = sim->n_words;
     if (!bf->bits_scratch) {
         /* 4 scratch bitmaps, 2 for the window */
@@ -791,6 +852,8 @@ void gp_backfill_map_cycle(Sim *sim, BackfillMap *bf, double now) {
     bf->map_begin[0] = floor_res(clock, now);
     bf->map_end[0] = floor_res(clock, now + clock->window_s);
     memcpy(rec_bits(sim, bf, 0), all, (size_t)W * sizeof(uint64_t));
+    bf->map_count[0] = sim->total_nodes;
+    bf->map_gain[0] = 0;
     double map_end_s = bf->map_end[0];
 
     int32_t n_free = free_nodes_clear(sim, bf, free_node, clear_until);
@@ -821,16 +884,51 @@ void gp_backfill_map_cycle(Sim *sim, BackfillMap *bf, double now) {
             first = first_after(bf->map_end, first, bf->map_len, start_at);
             /* the first record beginning after the window */
             beyond = first_after(bf->map_begin, beyond > first ? beyond : first, bf->map_len, start_at + limit);
-            if (start_at > quiet.reach) quiet.reach = start_at; /* (not fmax: a call per try) */
+            quiet_used(&quiet, map_end_s, start_at);
             if (start_at == now && beyond < bf->map_len) /* a later now reaches no further record */
                 quiet.before = fmin(quiet.before, bf->map_begin[beyond] - limit);
+            /* A record of the window with fewer than `need` nodes fails this try, and every next one
+             * whose window holds it. Those tries are known without their bitmaps: while no node
+             * frees up, a record holds a subset of the one before it, so the next try is at the
+             * end of the first record from `first` that is followed by a node it lacks (map_gain),
+             * and the first try past the short record is at the end of the first such record
+             * from the short one on. The tries in between count (MAX_TRIES), and the last of them
+             * ends the job's search if that record lies beyond its window. */
+            int32_t short_k = bf->full_tries ? first - 1 : beyond - 1;
+            while (short_k >= first && bf->map_count[short_k] >= need) short_k--;
+            if (short_k >= first) {
+                double last_start = start_at; /* the last try whose window holds the short record */
+                int32_t skipped = 0;
+                for (int32_t k = first; k < short_k; k++)
+                    if (bf->map_gain[k]) {
+                        last_start = bf->map_end[k];
+                        skipped++;
+                    }
+                tries += skipped;
+                if (tries >= MAX_TRIES) break;
+                quiet_used(&quiet, map_end_s, last_start);
+                int32_t frees = first_gain_before(bf, short_k, last_start + limit);
+                if (frees < 0) break;
+                start_at = bf->map_end[frees];
+                first = frees + 1; /* (the first record ending after start_at) */
+                continue;
+            }
             double later = NAN;
-            memcpy(prefix, all, (size_t)W * sizeof(uint64_t));
-            for (int32_t k = first; k <= beyond && k + 1 < bf->map_len && isnan(later); k++) {
-                const uint64_t *bits = rec_bits(sim, bf, k), *next = rec_bits(sim, bf, k + 1);
-                for (int32_t w = 0; w < W; w++) {
-                    prefix[w] &= bits[w];
-                    if (next[w] & ~prefix[w]) later = bf->map_end[k];
+            int32_t later_first = -1; /* the first record ending after `later` */
+            if (!bf->full_tries) { /* (the same, by map_gain) */
+                int32_t frees = first_gain(bf, first, beyond);
+                if (frees >= 0) {
+                    later = bf->map_end[frees];
+                    later_first = frees + 1;
+                }
+            } else {
+                memcpy(prefix, all, (size_t)W * sizeof(uint64_t));
+                for (int32_t k = first; k <= beyond && k + 1 < bf->map_len && isnan(later); k++) {
+                    const uint64_t *bits = rec_bits(sim, bf, k), *next = rec_bits(sim, bf, k + 1);
+                    for (int32_t w = 0; w < W; w++) {
+                        prefix[w] &= bits[w];
+                        if (next[w] & ~prefix[w]) later = bf->map_end[k];
+                    }
                 }
             }
             /* candidates: the nodes of every record of the window */
@@ -849,6 +947,7 @@ void gp_backfill_map_cycle(Sim *sim, BackfillMap *bf, double now) {
             if (when == INFINITY) {
                 if (isnan(later)) break;
                 start_at = later;
+                if (later_first >= 0) first = later_first;
                 continue;
             }
             if (preempts && start_at == now) {
@@ -879,6 +978,7 @@ void gp_backfill_map_cycle(Sim *sim, BackfillMap *bf, double now) {
             /* (a start now is neither later than `later` nor beyond bf_window) */
             if (!isnan(later) && when > later) {
                 start_at = later;
+                if (later_first >= 0) first = later_first;
                 continue;
             }
             if (when > now + clock->window_s) { /* beyond bf_window: no reservation */
@@ -922,7 +1022,10 @@ void gp_backfill_map_cycle(Sim *sim, BackfillMap *bf, double now) {
             }
             add_reservation(sim, bf, clock, from, until, chosen);
             quiet.before = fmin(quiet.before, from); /* (from >= the map's begin: when > now) */
-            quiet.reach = fmax(quiet.reach, fmax(until, from + clock->resolution_s));
+            /* it holds its nodes over [from, max(until, from + bf_resolution)), clipped to the map:
+             * a later map that ends after `from` (when this one ends by then), or else after its
+             * end, would hold them longer */
+            quiet_used(&quiet, map_end_s, from >= map_end_s ? from : fmax(until, from + clock->resolution_s));
             /* its free nodes are no longer clear from its start (map records from `from` lack them),
              * unless it lies beyond the map's end (bf_window), where the map holds nothing */
             double held_from = from > bf->map_begin[0] ? from : bf->map_begin[0];
@@ -939,7 +1042,6 @@ void gp_backfill_map_cycle(Sim *sim, BackfillMap *bf, double now) {
         bf->quiet_version = version;
         bf->quiet_through = quiet.through;
         bf->quiet_before = quiet.before;
-        bf->quiet_map_end = map_end_s;
-        bf->quiet_any_end = quiet.reach < map_end_s;
+        bf->quiet_ends_by = quiet.ends_by;
     }
 }

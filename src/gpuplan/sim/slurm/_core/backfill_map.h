@@ -26,6 +26,8 @@ typedef struct {
     double *map_begin, *map_end;
     uint64_t *map_bits;
     uint64_t *map_suffix; /* per record, n_words: the window's suffix intersections */
+    int32_t *map_count;   /* per record: its nodes */
+    uint8_t *map_gain;    /* per record: a node of the next record is not in it (it frees up at its end) */
     int32_t map_len, map_cap;
     uint64_t *bits_scratch; /* 6 x n_words */
     struct RunEntry *run_order; /* the running jobs by planned end: run_listed of them, kept between cycles */
@@ -48,9 +50,9 @@ typedef struct {
      * that show it changes no schedule). */
     int64_t quiet_version;
     double quiet_through, quiet_before;
-    double quiet_map_end; /* its map's end; quiet_any_end: nothing it used reached it */
-    int quiet_any_end;
+    double quiet_ends_by; /* the latest map end (bf_window) with which it decides the same */
     int full_cycles;
+    int full_tries; /* make every try in full (no short-record shortcut), for the tests too */
 } BackfillMap;
 
 /* One backfill cycle at `now`: starts the jobs it can. */

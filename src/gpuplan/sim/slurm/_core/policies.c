@@ -307,13 +307,14 @@ static int easy_setup(Sim *sim, GpSettings *s) {
  * controller_start_s, main_loop_start_s and backfill_start_s (NaN: controller_start_s),
  * sched_interval_s, batch_sched_delay_s, default_queue_depth; users (int32 per
  * job, for bf_max_job_user), optional; full_cycles, optional: run every backfill cycle, quiet
- * ones too (the same schedule: for the tests that show it). */
+ * ones too; full_tries, optional: make every try of a job's search in full, those a short record
+ * decides too (the same schedule either way: for the tests that show it). */
 static int backfill_setup(Sim *sim, GpSettings *s) {
     SlurmSched sched = {0};
     BackfillClock *clock = &sched.map.clock;
     double resolution, controller_start;
     void *users;
-    PyObject *full_cycles = NULL;
+    PyObject *full_cycles = NULL, *full_tries = NULL;
     Py_ssize_t n = s->n_jobs;
     if (gp_read_double(s, "bf_interval_s", &sched.bf_interval) < 0 ||
         gp_read_double(s, "bf_window_s", &clock->window_s) < 0 ||
@@ -328,10 +329,12 @@ static int backfill_setup(Sim *sim, GpSettings *s) {
         gp_read_double(s, "batch_sched_delay_s", &sched.batch_sched_delay) < 0 ||
         gp_read_int(s, "default_queue_depth", &sched.default_queue_depth) < 0 ||
         gp_read_array(s, "users", 4, n, 0, 1, &users, NULL) < 0 ||
-        gp_read_object(s, "full_cycles", 1, &full_cycles) < 0)
+        gp_read_object(s, "full_cycles", 1, &full_cycles) < 0 ||
+        gp_read_object(s, "full_tries", 1, &full_tries) < 0)
         return -1;
     sched.map.quiet_version = -1;
     if (full_cycles && (sched.map.full_cycles = PyObject_IsTrue(full_cycles)) < 0) return -1;
+    if (full_tries && (sched.map.full_tries = PyObject_IsTrue(full_tries)) < 0) return -1;
     clock->resolution_s = resolution > 0 ? resolution : 1;
     if (isnan(sched.main_phase)) sched.main_phase = controller_start;
     if (isnan(sched.bf_phase)) sched.bf_phase = controller_start;
