@@ -104,7 +104,8 @@ def _level_fairshare(shares: Float64, usage: Float64) -> Float64:
     s = shares / shares.sum()
     total = usage.sum()
     u = usage / total if total > 0 else np.zeros_like(usage)
-    with np.errstate(divide="ignore"):
+    # a usage so small that S / U overflows gives an infinite LF, as IEEE division (and fairshare.c) does
+    with np.errstate(divide="ignore", over="ignore"):
         return np.where(u > 0, s / np.where(u > 0, u, 1.0), np.inf)
 
 
@@ -121,7 +122,7 @@ class FairTree(FairShare):
         # a user's LF among its siblings: shares 1 each, usage over its account's
         siblings = np.bincount(self.account_of_user, minlength=accounts)[self.account_of_user]
         parent_usage = account_usage[self.account_of_user]
-        with np.errstate(divide="ignore", invalid="ignore"):
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):  # (overflow: infinite LF)
             used = np.where(parent_usage > 0, self.usage / np.where(parent_usage > 0, parent_usage, 1.0), 0.0)
             user_lf = np.where(used > 0, (1.0 / siblings) / np.where(used > 0, used, 1.0), np.inf)
         # accounts from the highest LF down, accounts with equal LF merged into one group; users of a
