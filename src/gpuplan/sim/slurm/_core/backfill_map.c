@@ -205,7 +205,6 @@ static void remove_record(Sim *sim, BackfillMap *bf, int32_t k) {
 
 /* The gain flags of records [from, to] (the last record has none: nothing follows it). */
 static void refresh_gains(const Sim *sim, BackfillMap *bf, int32_t from, int32_t to) {
-    if (from < 0) from = 0;
     for (int32_t k = from; k <= to && k < bf->map_len; k++) {
         uint8_t gains = 0;
         if (k + 1 < bf->map_len) {
@@ -263,19 +262,12 @@ static void add_reservation(Sim *sim, BackfillMap *bf, const BackfillClock *cloc
     if (last >= 0) refresh_gains(sim, bf, one_before, last);
 }
 
-/* The first record of [from, upto], short of the last one, after whose end a node it lacks frees up
- * (map_gain), or -1. */
-static int32_t first_gain(const BackfillMap *bf, int32_t from, int32_t upto) {
-    for (int32_t k = from; k <= upto && k + 1 < bf->map_len; k++)
-        if (bf->map_gain[k]) return k;
-    return -1;
-}
-
-/* The same, for [from, the first record beginning after `until`]. */
-static int32_t first_gain_before(const BackfillMap *bf, int32_t from, double until) {
+/* The first record from `from` up to the first one beginning after `until`, short of the last one,
+ * after whose end a node it lacks frees up (map_gain), or -1. */
+static int32_t first_gain(const BackfillMap *bf, int32_t from, double until) {
     for (int32_t k = from; k + 1 < bf->map_len; k++) {
         if (bf->map_gain[k]) return k;
-        if (bf->map_begin[k] > until) break; /* (k + 1 is beyond) */
+        if (bf->map_begin[k] > until) break; /* (k + 1 lies beyond it) */
     }
     return -1;
 }
@@ -907,7 +899,7 @@ void gp_backfill_map_cycle(Sim *sim, BackfillMap *bf, double now) {
                 tries += skipped;
                 if (tries >= MAX_TRIES) break;
                 quiet_used(&quiet, map_end_s, last_start);
-                int32_t frees = first_gain_before(bf, short_k, last_start + limit);
+                int32_t frees = first_gain(bf, short_k, last_start + limit);
                 if (frees < 0) break;
                 start_at = bf->map_end[frees];
                 first = frees + 1; /* (the first record ending after start_at) */
@@ -916,7 +908,7 @@ void gp_backfill_map_cycle(Sim *sim, BackfillMap *bf, double now) {
             double later = NAN;
             int32_t later_first = -1; /* the first record ending after `later` */
             if (!bf->full_tries) { /* (the same, by map_gain) */
-                int32_t frees = first_gain(bf, first, beyond);
+                int32_t frees = first_gain(bf, first, start_at + limit); /* (up to `beyond`) */
                 if (frees >= 0) {
                     later = bf->map_end[frees];
                     later_first = frees + 1;
