@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import numpy as np
+from hypothesis import given
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
 
-from gpuplan.workload.jobtable import JobTable, Labels
+from gpuplan.workload.jobtable import JobTable, Labels, unique_columns
 
 
 def test_labels_from_keys_share_a_label_between_keys() -> None:
@@ -29,3 +32,19 @@ def test_arrow_table_has_the_design_fields() -> None:
         "cpus_per_node", "mem_per_node", "partition", "qos", "kind", "state",
     ]  # fmt: skip
     assert table.column("gpus_per_node").to_pylist() == [8]
+
+
+@given(
+    hnp.arrays(
+        np.int64,
+        st.tuples(st.integers(1, 4), st.integers(0, 40)),
+        elements=st.one_of(st.integers(-3, 5), st.integers(-(2**40), 2**40)),
+    )
+)
+def test_unique_columns_is_numpys_unique_over_columns(keys: np.ndarray) -> None:
+    # one mixed-radix key per column where the ranges allow, NumPy's own way where they do not
+    distinct, inverse = unique_columns(keys)
+    expected, expected_inverse = np.unique(keys, axis=1, return_inverse=True)
+    assert distinct.dtype == np.int64 and inverse.dtype == np.int64
+    assert np.array_equal(distinct, expected)
+    assert np.array_equal(inverse, expected_inverse.reshape(-1))

@@ -22,7 +22,7 @@ import numpy as np
 import numpy.typing as npt
 
 from gpuplan.sim.outcome import JOB_STATES, REJECTED, UNFINISHED, ModelRun
-from gpuplan.workload.jobtable import Labels
+from gpuplan.workload.jobtable import Labels, unique_columns
 
 BOUNDED_SLOWDOWN_MIN_RUN_S = 10.0
 PERCENTILES = {"p50": 50.0, "p95": 95.0, "p99": 99.0}
@@ -71,8 +71,7 @@ def work_not_done(run: ModelRun) -> dict[str, Any]:
     rows = np.flatnonzero(undone)
     # one entry per (workload, reason, unfinished) met among the undone jobs
     keys = np.stack([group.codes[rows], reason.codes[rows], unfinished[rows]]).astype(np.int64)
-    distinct, inverse = np.unique(keys, axis=1, return_inverse=True)
-    inverse = inverse.reshape(-1)
+    distinct, inverse = unique_columns(keys)
     counts = np.bincount(inverse, minlength=distinct.shape[1])
     hours = np.bincount(inverse, weights=asked_gpu_hours[rows], minlength=distinct.shape[1])
     by_workload: dict[str, Any] = {}

@@ -62,6 +62,34 @@ def range_text(least: float, most: float) -> str:
     return f"from {amount(least)} to {amount(most)}"
 
 
+def unique_columns(keys: npt.NDArray[Any]) -> tuple[Int64, Int64]:
+    """The distinct columns of the integer rows ``keys`` (k x n) in lexicographic order, and each
+    column's index among them: ``np.unique(keys, axis=1, return_inverse=True)``, by one mixed-radix
+    key per column where the rows' ranges allow (NumPy sorts the columns as structured elements,
+    compared field by field: 1.5 s for a million pairs against 0.09 s as one int64 key)."""
+    rows = np.asarray(keys, dtype=np.int64)
+    if rows.ndim != 2 or rows.shape[0] == 0 or rows.shape[1] == 0:
+        distinct, inverse = np.unique(rows, axis=1, return_inverse=True)
+        return distinct.astype(np.int64), inverse.reshape(-1).astype(np.int64)
+    low, high = rows.min(axis=1), rows.max(axis=1)
+    spans = [int(h) - int(lo) + 1 for lo, h in zip(low.tolist(), high.tolist(), strict=True)]
+    radix = 1
+    for span in spans:
+        radix *= span
+    if radix >= 2**62:  # too wide for one key
+        distinct, inverse = np.unique(rows, axis=1, return_inverse=True)
+        return distinct.astype(np.int64), inverse.reshape(-1).astype(np.int64)
+    combined = np.zeros(rows.shape[1], dtype=np.int64)
+    for row, least, span in zip(rows, low.tolist(), spans, strict=True):
+        combined = combined * span + (row - least)
+    keys_found, inverse = np.unique(combined, return_inverse=True)
+    distinct = np.empty((rows.shape[0], len(keys_found)), dtype=np.int64)
+    for r in range(rows.shape[0] - 1, -1, -1):
+        distinct[r] = keys_found % spans[r] + int(low[r])
+        keys_found = keys_found // spans[r]
+    return distinct, inverse.reshape(-1).astype(np.int64)
+
+
 def split_gpus(gpus: npt.NDArray[Any], gpus_per_node: int) -> tuple[Int32, Int32]:
     """Nodes and GPUs per node for jobs asking ``gpus`` GPUs in all, on nodes of ``gpus_per_node``:
     ceil(gpus / gpus_per_node) nodes with ceil(gpus / nodes) GPUs each (a uniform request, as

@@ -26,7 +26,7 @@ from gpuplan.sim.kubernetes.quota import NO_LIMIT, QuotaNode, QuotaTree
 from gpuplan.sim.kubernetes.scheduler import NO_POOL, PodRequest, Scoring
 from gpuplan.sim.kubernetes.tas import Mode as TasMode
 from gpuplan.sim.kubernetes.tas import Topology
-from gpuplan.workload.jobtable import Float64, Int32, Int64, JobTable, Labels, parse_companions
+from gpuplan.workload.jobtable import Float64, Int32, Int64, JobTable, Labels, parse_companions, unique_columns
 
 DEFAULT_QUEUE = "default"
 UNMANAGED = -1  # the queue of a job Kueue does not manage
@@ -93,14 +93,14 @@ def pod_requests(
         if tolerated is not None
         else np.zeros(len(jobs), np.int64)
     )
-    columns = np.stack([gpus, milli, cpu, mem, np.asarray(pool_of, np.int64), allowed_code], axis=1)
-    distinct, inverse = np.unique(columns, axis=0, return_inverse=True)
+    columns = np.stack([gpus, milli, cpu, mem, np.asarray(pool_of, np.int64), allowed_code])
+    distinct, inverse = unique_columns(columns)
     by_code = list(allowed)
     interned = [
         PodRequest(gpus=g, milli=m, cpu=c, mem=r, pool=p, pools=by_code[a])
-        for g, m, c, r, p, a in distinct.tolist()
+        for g, m, c, r, p, a in distinct.T.tolist()
     ]
-    requests = [interned[i] for i in inverse.reshape(-1).tolist()]
+    requests = [interned[i] for i in inverse.tolist()]
     milli_per_pod: Float64 = np.where(whole, gpus * MILLI, milli).astype(np.float64)
     return requests, milli_per_pod
 
@@ -253,7 +253,7 @@ def cluster_queues(jobs: JobTable, settings: KueueSettings) -> Int32:
     queue_index = {name: q for q, name in enumerate(settings.cluster_queue_names())}
     local_queue = jobs.text("local_queue")
     # a job's LocalQueue: the one it names, else its namespace's "default" (Kueue's default LocalQueue)
-    pairs, pair_codes = np.unique(np.stack([jobs.team.codes, local_queue.codes]), axis=1, return_inverse=True)
+    pairs, pair_codes = unique_columns(np.stack([jobs.team.codes, local_queue.codes]))
     named = jobs.text("name")
     # (namespace, LocalQueue) pairs whose every job is a listed one (generated and traced jobs need a queue)
     listed = np.ones((len(jobs.team.labels), max(len(local_queue.labels), 1)), bool)
@@ -274,7 +274,7 @@ def cluster_queues(jobs: JobTable, settings: KueueSettings) -> Int32:
                 field="models.kubernetes.kueue.clusterQueues",
             )
         pair_queue.append(queue_index[name])
-    return np.array(pair_queue, np.int32)[pair_codes.reshape(-1)] if len(jobs) else np.zeros(0, np.int32)
+    return np.array(pair_queue, np.int32)[pair_codes] if len(jobs) else np.zeros(0, np.int32)
 
 
 # Why a job can never run, in the schedulers' own words (jobs.parquet "reason"):

@@ -19,7 +19,7 @@ import numpy as np
 import numpy.typing as npt
 
 from gpuplan.sim.slurm.fairshare import ALGORITHMS, RESET_PERIODS, FairShare, FairTree
-from gpuplan.workload.jobtable import Float64, Int32, Labels
+from gpuplan.workload.jobtable import Float64, Int32, Labels, unique_columns
 
 DAY_S = 86400.0
 
@@ -140,9 +140,7 @@ def multifactor(
     if partition_factor is not None:
         static = static + settings.weight_partition * partition_factor
     # user associations: one per (account, user) pair that submits jobs
-    pairs, association = np.unique(
-        np.stack([teams.codes.astype(np.int64), users.codes.astype(np.int64)]), axis=1, return_inverse=True
-    )
+    pairs, association = unique_columns(np.stack([teams.codes, users.codes]))
     accounts = list(teams.labels)
     account_of_user = pairs[0].astype(np.int32)
     if team_users:
@@ -165,7 +163,7 @@ def multifactor(
     )
     return PriorityInputs(
         static,
-        association.reshape(-1).astype(np.int32),
+        association.astype(np.int32),
         usage_billing,
         submitted_s,
         settings,

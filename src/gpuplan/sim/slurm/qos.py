@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import numpy.typing as npt
 
-from gpuplan.workload.jobtable import Int32, Int64, Labels
+from gpuplan.workload.jobtable import Int32, Int64, Labels, unique_columns
 
 NO_LIMIT = -1
 
@@ -82,15 +82,13 @@ def limits(qos: Int32, users: Labels, table: list[Qos]) -> LimitInputs | None:
     """Engine inputs for the limits of ``table``, or None when no QoS has any."""
     if not any(q.has_limits for q in table):
         return None
-    pairs, group = np.unique(
-        np.stack([qos.astype(np.int64), users.codes.astype(np.int64)]), axis=1, return_inverse=True
-    )
+    pairs, group = unique_columns(np.stack([qos, users.codes]))
 
     def column(values: list[int | None]) -> Int64:
         return np.array([NO_LIMIT if v is None else v for v in values], dtype=np.int64)
 
     return LimitInputs(
-        group=group.reshape(-1).astype(np.int32),
+        group=group.astype(np.int32),
         group_qos=pairs[0].astype(np.int32),
         max_gpus_per_user=column([q.max_gpus_per_user for q in table]),
         max_jobs_per_user=column([q.max_jobs_per_user for q in table]),

@@ -19,7 +19,7 @@ import numpy as np
 import numpy.typing as npt
 
 from gpuplan.sim.engine.core import BatchSchedule
-from gpuplan.workload.jobtable import Int32
+from gpuplan.workload.jobtable import Int32, unique_columns
 
 
 @dataclass(frozen=True)
@@ -51,7 +51,7 @@ def blocks_spanned(schedule: BatchSchedule, nodes_per_block: int) -> Int32:
         np.arange(spans.sum()) - np.repeat(np.cumsum(spans) - spans, spans)
     )
     distinct = (
-        np.unique(np.stack([pairs_job, pairs_block]), axis=1)
+        unique_columns(np.stack([pairs_job, pairs_block]))[0]
         if len(pairs_job)
         else np.zeros((2, 0), np.int64)
     )

@@ -484,32 +484,13 @@ static void release_nodes(Sim *sim, int32_t job) {
 
 /* ---- overlay ---------------------------------------------------------------------------- */
 
-void gp_overlay_begin(Sim *sim) {
+void gp_overlay_begin(Sim *sim, int levels) {
     if (++sim->ov_epoch == 0) { /* wrapped: clear the stamps once every 2**32 plans */
         memset(sim->ov_stamp, 0, (size_t)sim->total_nodes * sizeof(uint32_t));
         sim->ov_epoch = 1;
     }
-    memcpy(sim->ov_count, sim->count_ge, ((size_t)sim->node_gpus + 1) * sizeof(int32_t));
-}
-
-void gp_overlay_add(Sim *sim, int32_t node, int32_t gpus, int32_t cpus, int32_t mem) {
-    int32_t old = gp_overlay_free(sim, node), free = old + gpus;
-    /* a node may go below 0 (preemption: a node put out of reach); ov_count counts from 0 */
-    for (int32_t g = free + 1 > 0 ? free + 1 : 0; g <= old; g++) sim->ov_count[g]--;
-    for (int32_t g = old + 1 > 0 ? old + 1 : 0; g <= free; g++) sim->ov_count[g]++;
-    if (sim->job_cpus && (cpus || mem || sim->ov_stamp[node] != sim->ov_epoch)) {
-        int32_t old_cpus = gp_overlay_cpus(sim, node), old_mem = gp_overlay_mem(sim, node);
-        sim->ov_cpu[node] = old_cpus + cpus;
-        sim->ov_mem[node] = old_mem + mem;
-    }
-    sim->ov_free[node] = (int16_t)free;
-    sim->ov_stamp[node] = sim->ov_epoch;
-}
-
-void gp_overlay_add_job_on(Sim *sim, int32_t node, int32_t job, int32_t sign) {
-    int counted = gp_counts_res(sim, job);
-    gp_overlay_add(sim, node, sign * sim->gpn[job], counted ? sign * sim->job_cpus[job] : 0,
-                   counted ? sign * sim->job_mem[job] : 0);
+    sim->ov_levels = levels;
+    if (levels) memcpy(sim->ov_count, sim->count_ge, ((size_t)sim->node_gpus + 1) * sizeof(int32_t));
 }
 
 void gp_overlay_add_job(Sim *sim, int32_t job, int32_t sign) {
@@ -524,7 +505,7 @@ void gp_overlay_add_job(Sim *sim, int32_t job, int32_t sign) {
 }
 
 int32_t gp_overlay_fit_count(Sim *sim, int32_t job) {
-    if (!gp_res_binds(sim, job)) return sim->ov_count[sim->gpn[job]];
+    if (sim->ov_levels && !gp_res_binds(sim, job)) return sim->ov_count[sim->gpn[job]];
     int32_t count = 0;
     for (int32_t node = 0; node < sim->total_nodes; node++) count += gp_overlay_fits(sim, node, job);
     return count;
@@ -637,7 +618,10 @@ static void start_job(Sim *sim, int32_t slot, double now, int whole_lowest) {
     sim->q_holes++;
     for (int32_t k = 0; k < sim->n_pieces; k++)
         if (sim->pieces[k].hooks->job_started) sim->pieces[k].hooks->job_started(sim, sim->pieces[k].state, job, now);
-    if (isnan(sim->start[job])) sim->start[job] = now; /* a requeued job keeps its first start */
+    if (isnan(sim->start[job]))
+        sim->start[job] = now;
+    else /* a requeued job keeps its first start; it runs again, with a new planned end */
+        sim->ends_moved++;
     sim->busy_gpus += sim->gpus[job];
     if (sim->job_cpus) {
         sim->busy_cpus += (int64_t)sim->job_cpus[job] * sim->nodes[job];
@@ -685,6 +669,7 @@ void gp_job_leaves_early(Sim *sim, int32_t job, double leave) {
     gp_event_push(sim, &sim->end_heap, &sim->end_len, &sim->end_cap, (GpEvent){leave, job});
     est_remove(sim, job); /* a backfill plan sees it leave then */
     sim->est_end[job] = leave;
+    sim->ends_moved++;
     sim->est_len++;
     est_sift_up(sim, sim->est_len - 1, job);
     sim->state_version++;

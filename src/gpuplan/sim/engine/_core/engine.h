@@ -182,7 +182,8 @@ struct Sim {
     int32_t *ov_mem;
     uint32_t *ov_stamp;
     uint32_t ov_epoch;
-    int32_t *ov_count; /* count_ge of the overlay */
+    int32_t *ov_count; /* count_ge of the overlay, when this plan keeps it (ov_levels) */
+    int ov_levels;
 
     /* Pending queue: slots [q_first, q_count) in queue order, as parallel arrays, so a backfill
      * scan reads memory in sequence. A started job leaves a hole (q_nodes == GP_GONE); the engine
@@ -228,6 +229,8 @@ struct Sim {
      * that started nothing can tell from it that the next one sees the same state (backfill_map.c:
      * quiet cycles). */
     int64_t state_version;
+    /* bumped when a running job's planned end moves (gp_job_leaves_early) or a job starts again */
+    int64_t ends_moved;
     /* instants with an event (not a wake-up alone), and whether a wake-up may start a queued job
      * with no new event (set by a pass on its own clock; the engine stops when none may) */
     int64_t events;
@@ -302,8 +305,10 @@ void gp_node_set_off(Sim *sim, int32_t node, int off);
 int gp_job_on_node(const Sim *sim, int32_t job, int32_t node);
 
 /* The overlay (see Sim): begin a new plan, read a node, and add GPUs (and CPUs and memory) to
- * nodes (negative: take). */
-void gp_overlay_begin(Sim *sim);
+ * nodes (negative: take). A plan that keeps `levels` counts its nodes by free GPUs as it goes
+ * (ov_count, for gp_overlay_fit_count); one that only reads nodes (a will-run test, thousands of
+ * releases each) need not. */
+void gp_overlay_begin(Sim *sim, int levels);
 static inline int32_t gp_overlay_free(const Sim *sim, int32_t node) {
     if (sim->ov_stamp[node] == sim->ov_epoch) return sim->ov_free[node];
     return sim->node_off && sim->node_off[node] ? 0 : sim->node_free[node];
@@ -322,9 +327,26 @@ static inline int gp_overlay_fits(const Sim *sim, int32_t node, int32_t job) {
 }
 /* How many nodes `job` fits on the overlay. */
 int32_t gp_overlay_fit_count(Sim *sim, int32_t job);
-void gp_overlay_add(Sim *sim, int32_t node, int32_t gpus, int32_t cpus, int32_t mem);
+static inline void gp_overlay_add(Sim *sim, int32_t node, int32_t gpus, int32_t cpus, int32_t mem) {
+    int32_t old = gp_overlay_free(sim, node), free = old + gpus;
+    if (sim->ov_levels) { /* a node may go below 0 (preemption: a node put out of reach); ov_count counts from 0 */
+        for (int32_t g = free + 1 > 0 ? free + 1 : 0; g <= old; g++) sim->ov_count[g]--;
+        for (int32_t g = old + 1 > 0 ? old + 1 : 0; g <= free; g++) sim->ov_count[g]++;
+    }
+    if (sim->job_cpus && (cpus || mem || sim->ov_stamp[node] != sim->ov_epoch)) {
+        int32_t old_cpus = gp_overlay_cpus(sim, node), old_mem = gp_overlay_mem(sim, node);
+        sim->ov_cpu[node] = old_cpus + cpus;
+        sim->ov_mem[node] = old_mem + mem;
+    }
+    sim->ov_free[node] = (int16_t)free;
+    sim->ov_stamp[node] = sim->ov_epoch;
+}
 /* A job's GPUs (and CPUs and memory, when counted) on one node, or on all its nodes. */
-void gp_overlay_add_job_on(Sim *sim, int32_t node, int32_t job, int32_t sign);
+static inline void gp_overlay_add_job_on(Sim *sim, int32_t node, int32_t job, int32_t sign) {
+    int counted = gp_counts_res(sim, job);
+    gp_overlay_add(sim, node, sign * sim->gpn[job], counted ? sign * sim->job_cpus[job] : 0,
+                   counted ? sign * sim->job_mem[job] : 0);
+}
 void gp_overlay_add_job(Sim *sim, int32_t job, int32_t sign);
 
 /* Choose `count` nodes for `job` among the `candidates` (a bitmap of n_words words), all of which

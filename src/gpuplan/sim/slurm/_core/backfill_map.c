@@ -120,6 +120,17 @@ static int32_t popcount(const uint64_t *bits, int32_t n_words) {
 #define popcount popcount_portable
 #endif
 
+/* Does a bitmap hold at least `need` nodes? A few are found by clearing the lowest bits, with no
+ * count of the rest (most tests ask for one node, or a handful). */
+static inline int holds_at_least(const uint64_t *bits, int32_t n_words, int32_t need) {
+    if (need > 64) return popcount(bits, n_words) >= need;
+    int32_t found = 0;
+    for (int32_t w = 0; w < n_words; w++)
+        for (uint64_t b = bits[w]; b; b &= b - 1)
+            if (++found >= need) return 1;
+    return need <= 0;
+}
+
 /* Room for `extra` more records (and their bitmaps). */
 static int map_reserve(Sim *sim, BackfillMap *bf, int32_t extra) {
     if (bf->map_len + extra <= bf->map_cap) return 0;
@@ -215,12 +226,21 @@ static void refresh_gains(const Sim *sim, BackfillMap *bf, int32_t from, int32_t
     }
 }
 
+/* The words of `bits` that hold a node, in `words`; how many. A reservation's nodes are a few, in a
+ * word or two of the map's bitmaps: the records are read and changed there only. */
+static int32_t words_holding(const uint64_t *bits, int32_t n_words, int32_t *words) {
+    int32_t n = 0;
+    for (int32_t w = 0; w < n_words; w++)
+        if (bits[w]) words[n++] = w;
+    return n;
+}
+
 /* backfill.c:_add_reservation: split the map at start and end, take `nodes` out of the records
  * in between (a reservation lasts at least one resolution), then merge the first pair of
  * neighbouring records that became equal. */
 static void add_reservation(Sim *sim, BackfillMap *bf, const BackfillClock *clock, double start, double end,
                             const uint64_t *nodes) {
-    int32_t W = sim->n_words;
+    int32_t W = sim->n_words, *words = bf->word_scratch, n_words = words_holding(nodes, W, words);
     if (map_reserve(sim, bf, 2) < 0) return;
     if (start < bf->map_begin[0]) start = bf->map_begin[0];
     if (end < start + clock->resolution_s) end = start + clock->resolution_s;
@@ -243,8 +263,11 @@ static void add_reservation(Sim *sim, BackfillMap *bf, const BackfillClock *cloc
         if (++j >= bf->map_len) break;
         if (end < bf->map_end[j]) split_after(sim, bf, j, end);
         uint64_t *bits = rec_bits(sim, bf, j);
-        for (int32_t w = 0; w < W; w++) bits[w] &= ~nodes[w];
-        bf->map_count[j] = popcount(bits, W);
+        for (int32_t i = 0; i < n_words; i++) {
+            uint64_t taken = bits[words[i]] & nodes[words[i]];
+            bf->map_count[j] -= popcount(&taken, 1);
+            bits[words[i]] &= ~taken;
+        }
         last = j;
         if (end == bf->map_end[j]) {
             one_after = j + 1 < bf->map_len ? j + 1 : -1;
@@ -274,10 +297,11 @@ static int32_t first_gain(const BackfillMap *bf, int32_t from, double until) {
 
 /* backfill.c:_test_resv_overlap: does a record within [start, end) lack one of `nodes`? */
 static int overlaps(const Sim *sim, BackfillMap *bf, const uint64_t *nodes, double start, double end) {
+    int32_t *words = bf->word_scratch, n_words = words_holding(nodes, sim->n_words, words);
     for (int32_t k = first_ending_after(bf, start); k < bf->map_len && bf->map_begin[k] < end; k++) {
         const uint64_t *bits = rec_bits(sim, bf, k);
-        for (int32_t w = 0; w < sim->n_words; w++)
-            if (nodes[w] & ~bits[w]) return 1;
+        for (int32_t i = 0; i < n_words; i++)
+            if (nodes[words[i]] & ~bits[words[i]]) return 1;
     }
     return 0;
 }
@@ -346,32 +370,41 @@ static inline uint64_t range_mask(int32_t w, int32_t first, int32_t count) {
 }
 
 /*
- * A running job as will-run tests read it, in order of planned end: its planned end and, when it
- * holds one node, that node. Will-run tests walk hundreds of running jobs each, so what they read
- * of them lies in sequence here rather than in the per-job arrays (of a million jobs).
+ * A running job as will-run tests read it, in order of planned end: its planned end and, when its
+ * nodes are one run of consecutive nodes (a single node, or best fit's usual choice), that run.
+ * Will-run tests walk hundreds of running jobs each, so what they read of them lies in sequence
+ * here rather than in the per-job arrays (of a million jobs).
  */
 typedef struct RunEntry {
     double end; /* est_end */
     int32_t job;
-    int32_t node; /* its only node, or -1 */
+    int32_t first; /* its nodes [first, first + span), when span > 0 */
+    int32_t span;  /* 0: several runs (read from sim->ranges) */
 } RunEntry;
 
 static RunEntry run_entry(const Sim *sim, int32_t job) {
     const int32_t *r = sim->ranges + 2 * sim->range_first[job];
-    int one = sim->range_count[job] == 1 && r[1] == 1;
-    return (RunEntry){sim->est_end[job], job, one ? r[0] : -1};
+    int one = sim->range_count[job] == 1;
+    return (RunEntry){sim->est_end[job], job, one ? r[0] : -1, one ? r[1] : 0};
 }
 
 static inline int has_node(const uint64_t *bits, int32_t node) { return bits[node >> 6] >> (node & 63) & 1; }
 
+/* Does one of nodes [first, first + count) lie in `bits`? */
+static inline int range_touches(const uint64_t *bits, int32_t first, int32_t count) {
+    for (int32_t w = first >> 6; w <= (first + count - 1) >> 6; w++)
+        if (bits[w] & range_mask(w, first, count)) return 1;
+    return 0;
+}
+
 /* Does the running job of `entry` hold a node of `bits`? */
-static int job_touches(const Sim *sim, const RunEntry *entry, const uint64_t *bits) {
-    if (entry->node >= 0) return has_node(bits, entry->node);
+static inline int job_touches(const Sim *sim, const RunEntry *entry, const uint64_t *bits) {
+    if (entry->span == 1) return has_node(bits, entry->first);
+    if (entry->span > 0) return range_touches(bits, entry->first, entry->span);
     int32_t job = entry->job;
     const int32_t *r = sim->ranges + 2 * sim->range_first[job];
     for (int32_t k = 0; k < sim->range_count[job]; k++)
-        for (int32_t w = r[2 * k] >> 6; w <= (r[2 * k] + r[2 * k + 1] - 1) >> 6; w++)
-            if (bits[w] & range_mask(w, r[2 * k], r[2 * k + 1])) return 1;
+        if (range_touches(bits, r[2 * k], r[2 * k + 1])) return 1;
     return 0;
 }
 
@@ -384,27 +417,41 @@ static void add_job_nodes(const Sim *sim, int32_t job, uint64_t *bits) {
 
 /* A released running job frees its nodes for a will-run test of `placed`: whole nodes in a whole-node
  * pool; else its GPUs (CPUs, memory) on the overlay, and its nodes that `placed` then fits join
- * `usable`. */
+ * `usable` (with `binds` its CPUs and memory are checked too, else its GPUs free mean they are). */
+static inline void release_on(Sim *sim, int32_t node, int32_t job, int32_t placed, int binds, uint64_t *usable) {
+    int fits;
+    if (sim->node_off && sim->node_off[node]) { /* a lent node's GPUs come back to no one */
+        fits = binds ? gp_overlay_fits(sim, node, placed) : gp_overlay_free(sim, node) >= sim->gpn[placed];
+    } else {
+        int counted = gp_counts_res(sim, job);
+        gp_overlay_add(sim, node, sim->gpn[job], counted ? sim->job_cpus[job] : 0, counted ? sim->job_mem[job] : 0);
+        /* (the node is on the overlay now) */
+        fits = sim->ov_free[node] >= sim->gpn[placed] &&
+               (!binds || (sim->ov_cpu[node] >= sim->job_cpus[placed] && sim->ov_mem[node] >= sim->job_mem[placed]));
+    }
+    if (fits) usable[node >> 6] |= UINT64_C(1) << (node & 63);
+}
+
 static void release_job(Sim *sim, const RunEntry *entry, int32_t placed, uint64_t *usable) {
-    int32_t job = entry->job, node = entry->node;
-    int binds = gp_res_binds(sim, placed); /* else its GPUs free mean its CPUs and memory are */
-    int32_t gpus = sim->gpn[placed];
-    if (node >= 0) { /* (one node: the loops below, unrolled) */
-        if (!sim->whole_nodes && !(sim->node_off && sim->node_off[node])) gp_overlay_add_job_on(sim, node, job, +1);
-        if (sim->whole_nodes || (binds ? gp_overlay_fits(sim, node, placed) : gp_overlay_free(sim, node) >= gpus))
-            usable[node >> 6] |= UINT64_C(1) << (node & 63);
-        return;
-    }
+    int32_t job = entry->job;
     if (sim->whole_nodes) {
-        add_job_nodes(sim, job, usable);
+        if (entry->span > 0)
+            for (int32_t w = entry->first >> 6; w <= (entry->first + entry->span - 1) >> 6; w++)
+                usable[w] |= range_mask(w, entry->first, entry->span);
+        else
+            add_job_nodes(sim, job, usable);
         return;
     }
-    gp_overlay_add_job(sim, job, +1);
+    int binds = gp_res_binds(sim, placed);
+    if (entry->span > 0) {
+        for (int32_t node = entry->first; node < entry->first + entry->span; node++)
+            release_on(sim, node, job, placed, binds, usable);
+        return;
+    }
     const int32_t *r = sim->ranges + 2 * sim->range_first[job];
     for (int32_t k = 0; k < sim->range_count[job]; k++)
         for (int32_t node = r[2 * k]; node < r[2 * k] + r[2 * k + 1]; node++)
-            if (binds ? gp_overlay_fits(sim, node, placed) : gp_overlay_free(sim, node) >= gpus)
-                usable[node >> 6] |= UINT64_C(1) << (node & 63);
+            release_on(sim, node, job, placed, binds, usable);
 }
 
 /* Enough of `candidates` among `usable` for the `need` nodes of `job`? Then choose them
@@ -412,7 +459,7 @@ static void release_job(Sim *sim, const RunEntry *entry, int32_t placed, uint64_
 static int fits_on(Sim *sim, const uint64_t *candidates, const uint64_t *usable, uint64_t *both, int32_t need,
                    int32_t job, int on_overlay) {
     for (int32_t w = 0; w < sim->n_words; w++) both[w] = candidates[w] & usable[w];
-    return popcount(both, sim->n_words) >= need && gp_choose_nodes(sim, both, need, job, on_overlay) == need;
+    return holds_at_least(both, sim->n_words, need) && gp_choose_nodes(sim, both, need, job, on_overlay) == need;
 }
 
 /*
@@ -434,7 +481,7 @@ static double will_run(Sim *sim, BackfillMap *bf, const BackfillClock *clock, co
     *preempts = 0;
     if (fits_on(sim, candidates, usable_now, both, need, placed, 0)) return now;
     memcpy(released, usable_now, (size_t)W * sizeof(uint64_t));
-    if (!sim->whole_nodes) gp_overlay_begin(sim);
+    if (!sim->whole_nodes) gp_overlay_begin(sim, 0); /* (nothing counts its nodes by free GPUs) */
     if (sim->preempt) {
         int32_t kept = 0, gone = 0;
         for (int32_t k = 0; k < n_running; k++) {
@@ -692,7 +739,8 @@ static int is_running(const Sim *sim, int32_t job) {
  * so the last list is kept (bf->run_listed): the jobs still running keep their order, and the
  * ones started since are sorted and merged in, in O(R + new log new) rather than a walk of the
  * heap in O(R log R). A kept job whose planned end moved (a preemption's grace) can break the
- * order: then the list is rebuilt by walking the heap.
+ * order: then the list is rebuilt by walking the heap. While no planned end moved, the kept
+ * entries hold as they are.
  */
 static int32_t running_by_end(Sim *sim, BackfillMap *bf) {
     if (++bf->run_mark_epoch == 0) {
@@ -700,15 +748,20 @@ static int32_t running_by_end(Sim *sim, BackfillMap *bf) {
         bf->run_mark_epoch = 1;
     }
     uint32_t mark = bf->run_mark_epoch;
-    int32_t kept = 0, sorted = 1;
+    int32_t kept = 0, sorted = 1, moved = sim->ends_moved != bf->run_ends_moved;
+    bf->run_ends_moved = sim->ends_moved;
     for (int32_t k = 0; k < bf->run_listed; k++) {
         int32_t job = bf->run_order[k].job;
         if (!is_running(sim, job)) continue;
+        bf->run_mark[job] = mark;
+        if (!moved) {
+            bf->run_order[kept++] = bf->run_order[k];
+            continue;
+        }
         if (kept > 0) {
             RunKey before = run_key(sim, bf->run_order[kept - 1].job), here = run_key(sim, job);
             if (run_key_cmp(&before, &here) > 0) sorted = 0;
         }
-        bf->run_mark[job] = mark;
         bf->run_order[kept++] = run_entry(sim, job); /* (its planned end may have moved) */
     }
     if (!sorted) {
@@ -779,6 +832,7 @@ void gp_backfill_map_free(BackfillMap *bf) {
     PyMem_RawFree(bf->map_count);
     PyMem_RawFree(bf->map_gain);
     PyMem_RawFree(bf->bits_scratch);
+    PyMem_RawFree(bf->word_scratch);
     PyMem_RawFree(bf->run_order);
     if (bf->memo) {
         PyMem_RawFree(bf->memo->candidates);
@@ -807,6 +861,7 @@ void gp_backfill_map_cycle(Sim *sim, BackfillMap *bf, double now) {
     if (!bf->bits_scratch) {
         /* 4 scratch bitmaps, 2 for the window */
         bf->bits_scratch = PyMem_RawCalloc(6 * (size_t)W, sizeof(uint64_t));
+        bf->word_scratch = PyMem_RawCalloc((size_t)W, sizeof(int32_t));
         bf->memo = PyMem_RawCalloc(1, sizeof(WillRunMemo));
         if (bf->memo) bf->memo->candidates = PyMem_RawCalloc((size_t)MEMO_SLOTS * W, sizeof(uint64_t));
         /* every running job holds at least one GPU */
@@ -819,7 +874,7 @@ void gp_backfill_map_cycle(Sim *sim, BackfillMap *bf, double now) {
         bf->free_list = PyMem_RawCalloc((size_t)sim->total_nodes, sizeof(int32_t));
         bf->map_clear = PyMem_RawCalloc(2 * (size_t)sim->total_nodes, sizeof(double));
         bf->prune_scratch = PyMem_RawCalloc((size_t)sim->node_gpus + 2 + (size_t)sim->total_nodes, sizeof(int32_t));
-        if (!bf->bits_scratch || !bf->run_order || !bf->run_fresh || !bf->run_kept || !bf->run_mark || !bf->memo ||
+        if (!bf->bits_scratch || !bf->word_scratch || !bf->run_order || !bf->run_fresh || !bf->run_kept || !bf->run_mark || !bf->memo ||
             !bf->memo->candidates || !bf->free_list || !bf->map_clear || !bf->prune_scratch) {
             sim->out_of_memory = 1;
             return;
@@ -929,7 +984,7 @@ void gp_backfill_map_cycle(Sim *sim, BackfillMap *bf, double now) {
             if (sim->reservations) drop_windowed(sim, sim->q_job[slot], candidates, start_at, start_at + limit);
             double when = INFINITY;
             int preempts = 0;
-            if (popcount(candidates, W) >= need) {
+            if (holds_at_least(candidates, W, need)) {
                 if (n_running < 0) n_running = running_by_end(sim, bf);
                 when = will_run_memo(sim, bf, memo, clock, candidates, need, sim->q_job[slot], now, bf->run_order,
                                      n_running, &preempts);

@@ -30,8 +30,10 @@ typedef struct {
     uint8_t *map_gain;    /* per record: a node of the next record is not in it (it frees up at its end) */
     int32_t map_len, map_cap;
     uint64_t *bits_scratch; /* 6 x n_words */
+    int32_t *word_scratch;  /* n_words: the words a reservation's nodes lie in */
     struct RunEntry *run_order; /* the running jobs by planned end: run_listed of them, kept between cycles */
     int32_t run_listed;
+    int64_t run_ends_moved; /* sim->ends_moved when they were listed */
     uint32_t *run_mark; /* per job: listed in this listing (run_mark_epoch) */
     uint32_t run_mark_epoch;
     struct RunKey *run_fresh; /* jobs started since the last listing, to sort and merge */

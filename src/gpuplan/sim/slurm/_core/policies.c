@@ -122,7 +122,7 @@ static void easy_pass_per_gpu(Sim *sim, double now, int32_t head) {
     int32_t head_job = sim->q_job[head];
     double head_estimate = sim->q_estimate[head];
     double shadow = now;
-    gp_overlay_begin(sim);
+    gp_overlay_begin(sim, 1);
     gp_walk_begin(sim);
     const struct GpReservations *resv = sim->reservations;
     int32_t n_bounds = resv ? resv->n_bounds : 0;

@@ -77,7 +77,7 @@ void gp_preempt_vacate(Sim *sim, int32_t job, double now, int mode) {
 static int32_t take_until_fit(Sim *sim, const Victim *cand, int32_t count, int32_t slot, double now,
                               const uint64_t *allowed) {
     int32_t job = sim->q_job[slot], nodes = sim->q_nodes[slot], taken = 0;
-    gp_overlay_begin(sim);
+    gp_overlay_begin(sim, 1);
     double until = now + sim->q_estimate[slot];
     if (allowed || sim->reservations)
         for (int32_t node = 0; node < sim->total_nodes; node++)
