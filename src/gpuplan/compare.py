@@ -1,13 +1,27 @@
 """``gpuplan compare``: every operating model a scenario enables, on the same workload, side by side.
 
-Each model runs in its own process when there is more than one core (the models share nothing but
-the scenario file; each synthesises the same workload from the scenario's seed, so all see the same
-jobs). The result files hold one entry per model: ``summary.json`` under ``models.<name>``, and
-``jobs.parquet`` / ``timeline.parquet`` rows with their ``model`` column.
+Replications: a scenario's jobs are drawn at random from its seed, and a decision read off one draw
+can flip with the next. Each model runs on ``seeds`` draws (the scenario's seed, seed + 1, ...; once
+when the scenario draws nothing at random), every (model, seed) in a worker process of its own when
+there is more than one core; every model sees the same jobs in a given seed. ``models.<name>`` of
+summary.json holds the median of each figure over the seeds and, under ``replications``, the spread
+of the headline figures (``gpuplan.metrics.replications``); ``per_seed`` holds each seed's own
+summaries. ``jobs.parquet`` / ``timeline.parquet`` / ``events.parquet`` hold the scenario's own seed,
+one set of rows per model (their ``model`` column).
+
+One measuring window: in each seed, every model is measured from t = 0 to the scenario's horizon or
+the last end in any model, whichever is later (``metrics.summary.remeasure``), so the same jobs give
+the same busy GPU-hours over the same capacity whatever the model.
+
+Each model's run is diagnosed (``metrics.diagnose``: a deadlock, quota beyond the nodes, fragmentation,
+a starved hybrid side, a queue that never drains), with the seeds each pathology shows in.
+
+A model that refuses the scenario (an input it cannot model, a split its jobs cannot fit) is reported
+as refused with its reason (summary.json ``refused``); the other models' results stand.
 
 Interruption: the workers never outlive this process (``gpuplan.workers``). On Ctrl-C the models
-that had finished are written as a partial result (summary.json ``partial``, the manifest says so)
-and ``gpuplan.errors.Interrupted`` is raised; a run killed outright leaves no manifest, so
+that had finished every seed are written as a partial result (summary.json ``partial``, the manifest
+says so) and ``gpuplan.errors.Interrupted`` is raised; a run killed outright leaves no manifest, so
 ``report`` refuses the directory until the command is run again.
 """
 
@@ -24,12 +38,16 @@ import pyarrow as pa
 
 from gpuplan import __version__
 from gpuplan.errors import GpuplanError, InputError, Interrupted
-from gpuplan.inputs import Input, is_scenario, load_input
-from gpuplan.metrics.summary import summarize
+from gpuplan.inputs import Input, draws_at_random, is_scenario, load_input, with_seed
+from gpuplan.metrics.diagnose import diagnose, diagnosis_sentence, over_seeds
+from gpuplan.metrics.replications import fold, replication_seeds
+from gpuplan.metrics.summary import remeasure, summarize
 from gpuplan.results import manifest
 from gpuplan.results.files import RESULT_FILES, run_tables, write_summary, write_tables
-from gpuplan.sim.models import MODELS, run_input
+from gpuplan.sim.models import MODELS, run_input, run_model
 from gpuplan.workers import run_all
+
+DEFAULT_SEEDS = 5
 
 
 @dataclass(frozen=True)
@@ -37,8 +55,9 @@ class CompareRequest:
     scenario: Path
     models: tuple[str, ...] | None = None  # default: the scenario's models.compare
     out: Path = Path("gpuplan-out")
-    processes: int | None = None  # default: one per model, at most one per core
+    processes: int | None = None  # default: one per core, at most one per (model, seed)
     command: str = "compare"  # the command the manifest records (recommend runs a comparison)
+    seeds: int = DEFAULT_SEEDS  # draws of the scenario's synthesis (one when it draws nothing)
 
 
 @dataclass
@@ -53,32 +72,61 @@ class CompareResult:
 @dataclass
 class _ModelResult:
     name: str
+    seed: int
     summary: dict[str, Any] | None = None
-    tables: dict[str, pa.Table] | None = None  # results.files.run_tables
+    tables: dict[str, pa.Table] | None = None  # results.files.run_tables (the first seed's only)
     error: str | None = None
+    split: dict[str, int] | None = None  # the hybrid's split given in memory (a split search's)
 
 
-def _run_model(loaded: Input, read_s: float, name: str) -> _ModelResult:
-    """One model, start to end (in a worker process, forked with the input already read):
-    simulate, summarise."""
+def _run_model(
+    loaded: Input, read_s: float, name: str, seed: int, keep_tables: bool, split: dict[str, int] | None = None
+) -> _ModelResult:
+    """One model on one seed, start to end (in a worker process, forked with the input already
+    read): synthesise the seed's workload, simulate (the hybrid with ``split`` when given),
+    summarise."""
     try:
-        run = run_input(name, loaded)
+        seeded = with_seed(loaded, seed)
+        if split is None:
+            run = run_input(name, seeded)
+        else:
+            from gpuplan.sim.hybrid.settings import with_split
+
+            setup = MODELS.get(name).setup(seeded)
+            run = run_model(name, seeded.workload, setup.pools, with_split(setup.settings, split))
         began = time.perf_counter()
-        summary = summarize(run, loaded.workload.team_shares)
-        tables = run_tables(run)
+        summary = summarize(run, seeded.workload.team_shares)
+        tables = run_tables(run) if keep_tables else None
         summary["timing_s"] = {
             "read": read_s,
             "simulate": run.simulate_s,
             "write": time.perf_counter() - began,
         }
-        return _ModelResult(name, summary, tables)
+        return _ModelResult(name, seed, summary, tables, split=split)
     except GpuplanError as exc:  # crosses the process boundary as text
-        return _ModelResult(name, error=str(exc))
+        return _ModelResult(name, seed, error=str(exc), split=split)
+
+
+def seeds_of(loaded: Input, count: int) -> tuple[list[int], str | None]:
+    """The seeds to run and, when the scenario draws nothing at random, why it runs once."""
+    if count < 1:
+        raise InputError("must be at least 1", field="--seeds")
+    assert loaded.scenario is not None
+    seed = loaded.scenario.scenario.seed
+    if not draws_at_random(loaded):
+        note = "the scenario draws nothing at random (traces, job lists, demand without noise): run once"
+        return [seed], note if count > 1 else None
+    try:
+        return replication_seeds(seed, count), None
+    except ValueError as exc:
+        raise InputError(str(exc), field="--seeds") from None
 
 
 def compare(request: CompareRequest, on_done: Callable[[str], None] | None = None) -> CompareResult:
-    """Run the models, write OUT/summary.json, jobs.parquet, timeline.parquet and manifest.json;
-    ``on_done(name)`` is called as each model finishes."""
+    """Run the models on every seed, write OUT/summary.json, jobs.parquet, timeline.parquet and
+    manifest.json; ``on_done(what)`` is called as each (model, seed) finishes.
+
+    Example: ``compare(CompareRequest(Path("examples/mixed-org.yaml"), seeds=3)).summary["models"]``"""
     if not is_scenario(request.scenario):
         raise InputError(
             "compare and recommend need a scenario file (.yaml): a trace has no teams, answers or "
@@ -93,40 +141,178 @@ def compare(request: CompareRequest, on_done: Callable[[str], None] | None = Non
     assert loaded.scenario is not None
     names: Sequence[str] = request.models or loaded.scenario.scenario.models.compare
     for name in names:
-        MODELS.get(name)
-    processes = min(request.processes or os.cpu_count() or 1, len(names))
-    results: dict[str, _ModelResult] = {}
+        MODELS.get(name).load()  # before the workers are forked, so that none imports it again
+    seeds, once = seeds_of(loaded, request.seeds)
+    calls = [(loaded, read_s, name, seed, seed == seeds[0]) for seed in seeds for name in names]
+    processes = min(request.processes or os.cpu_count() or 1, len(calls))
+    results: dict[tuple[str, int], _ModelResult] = {}
 
     def finished(result: _ModelResult) -> None:
-        results[result.name] = result
+        results[result.name, result.seed] = result
         if on_done:
-            on_done(result.name)
+            on_done(result.name if len(seeds) == 1 else f"{result.name}, seed {result.seed}")
 
     run = manifest.describe_run(request.command, loaded, request.scenario, names)
+    horizon_s = float(loaded.scenario.scenario.horizon)
     try:
-        run_all(_run_model, [(loaded, read_s, name) for name in names], processes, finished)
+        run_all(_run_model, calls, processes, finished)
     except KeyboardInterrupt:
-        done = [name for name in names if name in results and results[name].error is None]
+        done = [name for name in names if all((name, seed) in results for seed in seeds)]
         missing = [name for name in names if name not in done]
         if not done:
             raise Interrupted("interrupted before any model finished: nothing was written") from None
         partial = {"missing_models": missing, "why": "interrupted"}
-        _write(request.out, loaded, [results[n] for n in done], run, partial)
+        _write(request.out, loaded, _gather(results, done, seeds, horizon_s, once), run, partial)
         raise Interrupted(
             f"interrupted: wrote {', '.join(done)} to {request.out} as a partial result "
             f"(not run: {', '.join(missing)})"
         ) from None
-    for result in results.values():
-        if result.error is not None:
-            raise GpuplanError(f"model {result.name}: {result.error}")
-    summary, files = _write(request.out, loaded, [results[name] for name in names], run)
-    return CompareResult(summary, files, loaded, run, list(loaded.warnings))
+    search = None
+    if "hybrid" in names:
+        search = _search_split(loaded, read_s, results, names, seeds, processes, on_done)
+    gathered = _gather(results, names, seeds, horizon_s, once)
+    if search is not None:
+        for body in [gathered.models["hybrid"], *(m["hybrid"] for m in gathered.per_seed.values())]:
+            body["split_search"] = search
+    if not gathered.models:
+        raise GpuplanError(
+            "every model refused the scenario: "
+            + "; ".join(f"{name}: {why}" for name, why in gathered.refused.items())
+        )
+    summary, files = _write(request.out, loaded, gathered, run)
+    warnings = list(loaded.warnings)
+    warnings += [f"{name} refused the scenario: {why}" for name, why in gathered.refused.items()]
+    if once:
+        warnings.append(once)
+    for name, body in gathered.models.items():
+        warnings += [diagnosis_sentence(name, d) for d in body["diagnoses"]]
+    return CompareResult(summary, files, loaded, run, warnings)
+
+
+def _search_split(
+    loaded: Input,
+    read_s: float,
+    results: dict[tuple[str, int], _ModelResult],
+    names: Sequence[str],
+    seeds: list[int],
+    processes: int,
+    on_done: Callable[[str], None] | None,
+) -> dict[str, Any] | None:
+    """A hybrid split sized by simulation, not rounded: where the scenario leaves a pool's split to
+    gpuplan and the proposed one misses a target in some seed, the other candidate splits
+    (``sim.hybrid.model.candidate_splits``) run on the same seeds and the one missing the fewest
+    (target, seed) pairs replaces it (the proposal first on a tie, then the order of the
+    candidates). ``results`` then holds the chosen split's runs; returns what was judged (None when
+    nothing was searched)."""
+    from gpuplan.advisor.scoring import target_misses
+    from gpuplan.sim.hybrid.model import candidate_splits
+
+    assert loaded.scenario is not None
+    first = results["hybrid", seeds[0]].summary
+    if first is None or all(v == "scenario" for v in first["settings"].get("split_source", {}).values()):
+        return None  # refused, or the user's own split
+    scenario = loaded.scenario.scenario
+    targets = {k: getattr(scenario.targets, k) for k in type(scenario.targets).model_fields}
+    if not any(v is not None for v in targets.values()):
+        return None  # no target to size against
+
+    def misses(runs: dict[int, _ModelResult]) -> int:
+        for seed, result in runs.items():
+            if result.summary is None:
+                return len(targets) * len(seeds) + 1  # refused: worse than any miss
+            ends = [results[n, seed].summary["last_end_s"] for n in names if results[n, seed].summary]  # type: ignore[index]
+            remeasure(result.summary, 0.0, max([float(scenario.horizon), *ends]))
+        return sum(target_misses(r.summary, targets) for r in runs.values() if r.summary is not None)
+
+    proposal = {seed: results["hybrid", seed] for seed in seeds}
+    missed = [misses(proposal)]
+    if missed[0] == 0:
+        return None
+    setup = MODELS.get("hybrid").setup(loaded)
+    candidates = candidate_splits(loaded.workload, setup.pools, setup.settings)
+    trials: dict[tuple[int, int], _ModelResult] = {}
+    calls = [
+        (loaded, read_s, "hybrid", seed, seed == seeds[0], split)
+        for split in candidates[1:]
+        for seed in seeds
+    ]
+
+    def finished(result: _ModelResult) -> None:
+        k = candidates.index(result.split or {})
+        trials[k, result.seed] = result
+        if on_done:
+            on_done(f"hybrid split {k + 1} of {len(candidates)}, seed {result.seed}")
+
+    run_all(_run_model, calls, processes, finished)
+    missed += [misses({seed: trials[k, seed] for seed in seeds}) for k in range(1, len(candidates))]
+    best = min(range(len(candidates)), key=lambda k: (missed[k], k))
+    if best:
+        for seed in seeds:
+            results["hybrid", seed] = trials[best, seed]
+    return {
+        "chosen": candidates[best],
+        "candidates": [
+            {"split": split, "target_misses": n} for split, n in zip(candidates, missed, strict=True)
+        ],
+        "judged_on_seeds": seeds,
+        "why": "the proposed split missed a target in some seed: the candidate missing the fewest "
+        "(target, seed) pairs is run",
+    }
+
+
+@dataclass
+class _Gathered:
+    """Every model's figures over the seeds, ready to write."""
+
+    models: dict[str, dict[str, Any]]  # folded over the seeds
+    per_seed: dict[int, dict[str, dict[str, Any]]]  # seed -> model -> its own summary
+    tables: list[dict[str, pa.Table]]  # the first seed's, one per model
+    refused: dict[str, str]  # model -> why
+    replications: dict[str, Any]
+
+
+def _gather(
+    results: dict[tuple[str, int], _ModelResult],
+    names: Sequence[str],
+    seeds: list[int],
+    horizon_s: float,
+    once: str | None,
+) -> _Gathered:
+    """Refusals apart, each seed's summaries over one window, then folded over the seeds."""
+    refused: dict[str, str] = {}
+    for name in names:
+        errors = [(seed, results[name, seed].error) for seed in seeds if results[name, seed].error]
+        if errors:
+            seed, why = errors[0]
+            refused[name] = str(why) if len(seeds) == 1 else f"seed {seed}: {why}"
+    ran = [name for name in names if name not in refused]
+    per_seed: dict[int, dict[str, dict[str, Any]]] = {}
+    windows = []
+    for seed in seeds:
+        summaries = {name: results[name, seed].summary for name in ran}
+        # one window for every model of the seed: from t = 0 to the horizon or the last end in any
+        end_s = max([horizon_s, *(s["last_end_s"] for s in summaries.values() if s is not None)])
+        windows.append(end_s)
+        per_seed[seed] = {name: remeasure(s, 0.0, end_s) for name, s in summaries.items() if s is not None}
+        for name, s in per_seed[seed].items():
+            s["diagnoses"] = diagnose(name, s, horizon_s)
+    models = {name: fold([per_seed[seed][name] for seed in seeds], seeds) for name in ran}
+    for name, body in models.items():  # a pathology of any seed, with the seeds it shows in
+        body["diagnoses"] = over_seeds({seed: per_seed[seed][name]["diagnoses"] for seed in seeds})
+    tables = [t for name in ran if (t := results[name, seeds[0]].tables) is not None]
+    replications = {
+        "seeds": seeds,
+        "draws_at_random": once is None,
+        "window_end_s": dict(zip((str(s) for s in seeds), windows, strict=True)),
+        **({"note": once} if once else {}),
+    }
+    return _Gathered(models, per_seed, tables, refused, replications)
 
 
 def _write(
     out: Path,
     loaded: Input,
-    results: list[_ModelResult],
+    gathered: _Gathered,
     run: manifest.Run,
     partial: dict[str, Any] | None = None,
 ) -> tuple[dict[str, Any], list[Path]]:
@@ -137,11 +323,15 @@ def _write(
         "gpuplan_version": __version__,
         "input": loaded.info,
         **({"partial": partial} if partial else {}),
-        "models": {r.name: r.summary for r in results},
+        "replications": gathered.replications,
+        "models": gathered.models,
+        **({"refused": gathered.refused} if gathered.refused else {}),
     }
+    if len(gathered.per_seed) > 1:
+        summary["per_seed"] = {str(seed): models for seed, models in gathered.per_seed.items()}
     files = [write_summary(out, summary)]
-    files += write_tables(out, [r.tables for r in results if r.tables is not None])
-    if partial:
-        run = replace(run, models=[r.name for r in results], partial=partial)
+    files += write_tables(out, gathered.tables)
+    if partial or gathered.refused:
+        run = replace(run, models=list(gathered.models), partial=partial)
     manifest.finish(out, run, files)
     return summary, files

@@ -3,7 +3,7 @@ the pools they run on."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -214,3 +214,32 @@ def load_input(path: Path, options: InputOptions | None = None) -> Input:
     if trace.bad_lines:
         warnings.append(f"{trace.bad_lines} malformed line(s) were skipped (--skip-bad-lines)")
     return Input(workload, pools, info, trace=trace, warnings=warnings, node_list=node_list)
+
+
+def draws_at_random(loaded: Input) -> bool:
+    """Whether the input's jobs or demand depend on its seed: a scenario's batch workloads (their
+    arrivals, sizes and run times are drawn) or services with demand noise. A trace, and a scenario
+    of traces, job lists and noiseless demand, are the same under every seed."""
+    if loaded.scenario is None:
+        return False
+    from gpuplan.scenario.model import BatchWorkload, ServiceWorkload
+
+    return any(
+        isinstance(w, BatchWorkload) or (isinstance(w, ServiceWorkload) and w.demand.noise > 0)
+        for w in loaded.scenario.scenario.workloads
+    )
+
+
+def with_seed(loaded: Input, seed: int) -> Input:
+    """The scenario input synthesised again from another seed (the same file, pools and settings).
+
+    Example: ``with_seed(load_input(Path("org.yaml")), 7).workload``"""
+    scenario = loaded.scenario
+    if scenario is None or seed == scenario.scenario.seed:
+        return loaded
+    from gpuplan.workload.synthesis import synthesize
+
+    reseeded = replace(scenario, scenario=scenario.scenario.model_copy(update={"seed": seed}))
+    workload = synthesize(reseeded)
+    info = {**loaded.info, "seed": seed, "jobs": len(workload.jobs), "services": len(workload.services)}
+    return replace(loaded, workload=workload, scenario=reseeded, info=info)

@@ -9,7 +9,7 @@ from importlib.resources import as_file, files
 from pathlib import Path
 
 from gpuplan.advisor import Recommendation, advise, write_recommendation
-from gpuplan.compare import CompareRequest, compare
+from gpuplan.compare import DEFAULT_SEEDS, CompareRequest, compare
 from gpuplan.report import build_report
 from gpuplan.results import manifest
 
@@ -21,6 +21,7 @@ class RecommendRequest:
     scenario: Path | None = None  # None: the bundled example
     out: Path = Path("gpuplan-out")
     processes: int | None = None
+    seeds: int = DEFAULT_SEEDS
 
 
 @dataclass
@@ -42,7 +43,7 @@ def recommend(request: RecommendRequest, on_step: Callable[[str], None] | None =
     each model and each step."""
     scenario = request.scenario or bundled_example()
     compared = compare(
-        CompareRequest(scenario, None, request.out, request.processes, command="recommend"), on_step
+        CompareRequest(scenario, None, request.out, request.processes, "recommend", request.seeds), on_step
     )
     recommendation = advise(compared.summary, compared.loaded)
     recommendation_file = write_recommendation(request.out, recommendation)

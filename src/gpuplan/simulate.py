@@ -11,7 +11,8 @@ import numpy as np
 
 from gpuplan import __version__
 from gpuplan.inputs import Input, InputOptions, load_input
-from gpuplan.metrics.summary import summarize, work_by_workload
+from gpuplan.metrics.diagnose import diagnose, diagnosis_sentence
+from gpuplan.metrics.summary import remeasure, summarize, work_by_workload
 from gpuplan.results import manifest
 from gpuplan.results.files import RESULT_FILES, run_tables, write_summary, write_tables
 from gpuplan.sim.models import MODELS, run_input
@@ -101,6 +102,10 @@ def simulate(request: SimulateRequest) -> SimulateResult:
 
     began = time.perf_counter()
     model_summary = summarize(run, workload.team_shares)
+    horizon_s = float(loaded.scenario.scenario.horizon) if loaded.scenario is not None else None
+    if horizon_s is not None:  # the window compare measures a scenario over (compare.py)
+        remeasure(model_summary, 0.0, max(horizon_s, model_summary["last_end_s"]))
+    model_summary["diagnoses"] = diagnose(run.model, model_summary, horizon_s)
     manifest.start(request.out, keep=RESULT_FILES)
     files = write_tables(request.out, [run_tables(run)])
     model_summary["timing_s"] = {
@@ -115,4 +120,5 @@ def simulate(request: SimulateRequest) -> SimulateResult:
     if (undone := work_not_done_warning(loaded, run, model_summary)) is not None:
         warnings.append(undone)
     warnings += kubernetes_warnings(run.model, model_summary)
+    warnings += [diagnosis_sentence(run.model, d) for d in model_summary["diagnoses"]]
     return SimulateResult(summary=summary, files=files, warnings=warnings)

@@ -86,7 +86,8 @@ def test_the_split_and_routing_of_the_scenario_are_used(tmp_path: Path) -> None:
 
 def test_compare_prints_the_table_and_writes_every_model(tmp_path: Path) -> None:
     out = tmp_path / "out"
-    result = runner.invoke(app, ["compare", str(EXAMPLES / "product-company.yaml"), "--out", str(out)])
+    arguments = ["compare", str(EXAMPLES / "product-company.yaml"), "--out", str(out)]
+    result = runner.invoke(app, arguments, env={"COLUMNS": "200"})  # no label wrapped
     assert result.exit_code == 0, result.stderr
     assert "operating models side by side" in result.stdout and "SLO attainment" in result.stdout
     summary = json.loads((out / "summary.json").read_text())

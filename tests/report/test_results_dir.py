@@ -151,7 +151,7 @@ def test_ctrl_c_keeps_the_models_that_finished(tmp_path: Path, processes: int) -
         finished.append(name)
         raise KeyboardInterrupt
 
-    request = CompareRequest(small(tmp_path), ("slurm", "kubernetes"), tmp_path / "out", processes)
+    request = CompareRequest(small(tmp_path), ("slurm", "kubernetes"), tmp_path / "out", processes, seeds=1)
     with pytest.raises(Interrupted, match=f"wrote {finished or ''}"):
         compare(request, interrupt_after_the_first)
     (done,) = finished
@@ -199,6 +199,19 @@ workloads:
 """
 
 
+def _default_sigint() -> None:
+    """In the child before exec: Ctrl-C's default action. A pytest run in the background (``pytest &``)
+    ignores SIGINT, its children inherit that, and Python installs no KeyboardInterrupt handler for a
+    signal ignored at start-up, so the command would never see the Ctrl-C the test sends."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def _cpu_s(pid: int) -> float:
+    """CPU seconds a process has used (utime + stime, /proc/PID/stat fields 14 and 15)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def _start_compare(tmp_path: Path) -> subprocess.Popen[bytes]:
     """A compare that runs for minutes, so that its workers are there to be signalled (the bundled
     example finishes in well under a second, sometimes before a test sees its workers)."""
@@ -213,10 +226,13 @@ def _start_compare(tmp_path: Path) -> subprocess.Popen[bytes]:
             str(scenario),
             "--out",
             str(tmp_path / "out"),
+            "--seeds",
+            "1",
         ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         start_new_session=True,
+        preexec_fn=_default_sigint,
     )
 
 
@@ -275,6 +291,7 @@ def test_ctrl_c_or_sigterm_of_compare_ends_cleanly(
         assert written is not None and written.run.partial is not None
 
 
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc")
 def test_ctrl_c_stops_a_long_simulation_inside_the_engine(tmp_path: Path) -> None:
     """The compiled engine looks for signals as it runs: this simulation takes about two minutes,
     Ctrl-C ends it at once."""
@@ -285,9 +302,15 @@ def test_ctrl_c_stops_a_long_simulation_inside_the_engine(tmp_path: Path) -> Non
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         start_new_session=True,
+        preexec_fn=_default_sigint,
     )
     try:
-        time.sleep(6)  # reading and synthesis take well under a second: the engine is running
+        # reading and synthesis take well under a CPU second: past 3, the engine is running (it needs
+        # more than a minute for this scenario, so a faster engine still runs when the signal comes)
+        deadline = time.monotonic() + 60
+        while _cpu_s(process.pid) < 3.0:
+            assert process.poll() is None and time.monotonic() < deadline
+            time.sleep(0.05)
         assert process.poll() is None
         sent = time.monotonic()
         os.killpg(process.pid, signal.SIGINT)

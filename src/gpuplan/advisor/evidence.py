@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 import numpy as np
@@ -44,6 +44,12 @@ class Evidence:
     scenario: str | None = None
     source: str = "summary.json"  # named in error messages
     notes: tuple[str, ...] = ()
+    # seed -> model -> that seed's figures, when the summary holds several seeds (``per_seed``)
+    seeds: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
+
+    def of_seed(self, seed: str) -> Evidence:
+        """The same answers, targets and workload with one seed's outcomes."""
+        return replace(self, outcomes=self.seeds[seed], seeds={})
 
 
 def lookup(figures: Mapping[str, Any] | None, path: str, aggregate: Aggregate | None = None) -> float | None:
@@ -159,8 +165,10 @@ def workload_figures(
 def outcome_figures(model: Mapping[str, Any]) -> dict[str, Any]:
     """A summary.json model object plus the advisor's derived outcomes under ``advisor``."""
     cost = lookup(model, "cost_usd")
-    makespan = lookup(model, "makespan_s")
-    per_month = cost * MONTH_S / makespan if cost is not None and makespan else None
+    begin, end = lookup(model, "window.begin_s"), lookup(model, "window.end_s")
+    # the cost is counted over the measuring window (an older summary: over the makespan)
+    span = end - begin if begin is not None and end is not None else lookup(model, "makespan_s")
+    per_month = cost * MONTH_S / span if cost is not None and span else None
     return {**model, "advisor": {"cost_usd_per_month": per_month}}
 
 
@@ -181,6 +189,12 @@ def gather(
         if not isinstance(body, Mapping):
             raise InputError("a model's figures must be a mapping", path=source, field=f"models.{name}")
         outcomes[str(name)] = outcome_figures(body)
+    per_seed = summary.get("per_seed")
+    seeds = {
+        str(seed): {name: outcome_figures(figures[name]) for name in outcomes if name in figures}
+        for seed, figures in (per_seed.items() if isinstance(per_seed, Mapping) else ())
+        if isinstance(figures, Mapping) and all(isinstance(figures.get(name), Mapping) for name in outcomes)
+    }
     name = scenario.name if scenario is not None else None
     if name is None and isinstance(summary.get("input"), Mapping):
         echoed = summary["input"].get("scenario")
@@ -196,4 +210,5 @@ def gather(
         scenario=name,
         source=source,
         notes=tuple(notes),
+        seeds=seeds if len(seeds) > 1 else {},
     )

@@ -8,7 +8,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 EvidenceValue = float | str | None
-Decision = Literal["clear", "close_call", "tie", "no_model_meets_targets", "single_model"]
+Decision = Literal["clear", "close_call", "tie", "seed_dependent", "no_model_meets_targets", "single_model"]
 
 
 class _Record(BaseModel):
@@ -44,6 +44,11 @@ class TargetCheck(_Record):
     actual: float | None
     unit: str
     status: Literal["met", "missed", "unknown"]
+    # over several seeds: met only when met in every seed; actual is the median, worst the worst seed's
+    seeds: int | None = None
+    seeds_met: int | None = None
+    worst: float | None = None
+    note: str = ""
 
 
 class ModelScore(_Record):
@@ -58,6 +63,11 @@ class ModelScore(_Record):
     work_not_done_jobs: int | None = None
     work_not_done_gpu_hours: float | None = None
     does_the_most_work: bool = True  # leaves no more work undone than the model that does the most
+    # the share of the jobs' GPU-hours left undone (None: the summary does not say)
+    work_not_done_share: float | None = None
+    # over several seeds: the seeds it wins and the range of its score
+    wins: int | None = None
+    score_range: tuple[float, float] | None = None
     criteria: list[CriterionScore]
     plan: dict[str, Any] | None = None  # for hybrid: the split and lending policy the summary carries
 
@@ -94,5 +104,7 @@ class Recommendation(_Record):
     tips: list[Tip]
     # what must be read before the choice: work a model leaves undone, a partial comparison
     warnings: list[str] = []
+    seeds: list[str] = []  # the seeds the figures are medians over ([] : one run)
+    seed_winners: dict[str, str] = {}  # seed -> the model chosen on that seed's figures alone
     evidence: dict[str, Any]  # organisation answers, targets and the workload figures the criteria read
     notes: list[str]

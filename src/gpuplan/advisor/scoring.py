@@ -15,9 +15,9 @@ Every number in the output is one a reader can recompute from recommendation.jso
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import Any, Literal
 
 from gpuplan import __version__
 from gpuplan.advisor import format as fmt
@@ -51,6 +51,11 @@ PLAN_KEYS = ("split", "lending", "routing", "rerouted")
 REASONS = 3
 # work not done is compared in GPU-hours; below this the models do the same work
 WORK_TOLERANCE_GPU_HOURS = 1e-6
+# A share of the jobs' GPU-hours that matters: a model leaving more than this undone shows no target
+# as met (its waits and utilisation count only the work that ran), and two models whose work not
+# done differs by less than this (or than its spread over the seeds) do the same work. One job of a
+# thousand-job month is noise a seed moves; one in a hundred of the GPU-hours is not.
+MATERIAL_WORK_SHARE = 0.01
 
 
 def _ramp(value: float, low: float, high: float) -> float:
@@ -150,21 +155,47 @@ def _criterion(criterion: Criterion, family: str, model: str, evidence: Evidence
     )
 
 
+def _check(rule: Any, required: float, actual: float | None) -> Literal["met", "missed", "unknown"]:
+    if actual is None:
+        return "unknown"
+    if rule.must_be == "at_most":
+        return "met" if actual <= required else "missed"
+    return "met" if actual >= required else "missed"
+
+
 def _targets(
-    criteria: Criteria, outcome: Mapping[str, Any], targets: Mapping[str, float | None]
+    criteria: Criteria,
+    outcome: Mapping[str, Any],
+    targets: Mapping[str, float | None],
+    seeds: Sequence[Mapping[str, Any]],
+    undone_share: float | None,
 ) -> list[TargetCheck]:
+    """The targets against the outcome (the median over the seeds): met only when met in every seed,
+    and never while a material share of the work is undone."""
     checks = []
     for rule in criteria.targets:
         required = targets.get(rule.target)
         if required is None:
             continue
         actual = lookup(outcome, rule.figure, rule.aggregate)
-        if actual is None:
-            status = "unknown"
-        elif rule.must_be == "at_most":
-            status = "met" if actual <= required else "missed"
-        else:
-            status = "met" if actual >= required else "missed"
+        status = _check(rule, required, actual)
+        counts: dict[str, Any] = {}
+        note = ""
+        if seeds:
+            values = [lookup(o, rule.figure, rule.aggregate) for o in seeds]
+            statuses = [_check(rule, required, v) for v in values]
+            known = [v for v in values if v is not None]
+            worst = (max if rule.must_be == "at_most" else min)(known) if known else None
+            counts = {"seeds": len(seeds), "seeds_met": statuses.count("met"), "worst": worst}
+            if "missed" in statuses:
+                status = "missed"
+                note = f"missed in {statuses.count('missed')} of {len(seeds)} seeds"
+        if undone_share is not None and undone_share > MATERIAL_WORK_SHARE and status == "met":
+            status = "missed"
+            note = (
+                f"{undone_share:.1%} of the jobs' GPU-hours were not done: "
+                "the figure counts only the work that ran"
+            )
         checks.append(
             TargetCheck(
                 target=rule.target,
@@ -174,6 +205,8 @@ def _targets(
                 actual=actual,
                 unit=rule.unit,
                 status=status,
+                note=note,
+                **counts,
             )
         )
     return checks
@@ -204,20 +237,64 @@ def _undone(outcome: Mapping[str, Any]) -> tuple[int | None, float | None]:
     return (None if jobs is None else int(jobs)), lookup(outcome, "work_not_done.gpu_hours")
 
 
+def _undone_share(outcome: Mapping[str, Any]) -> float | None:
+    hours, asked = (
+        lookup(outcome, "work_not_done.gpu_hours"),
+        lookup(outcome, "work_not_done.workload_gpu_hours"),
+    )
+    return None if hours is None or not asked else hours / asked
+
+
+def _more_undone(evidence: Evidence, model: str, least: str, hours: float, least_hours: float) -> list[float]:
+    """The GPU-hours ``model`` leaves undone beyond ``least``, seed by seed (paired: the same jobs),
+    or once on the figures given when there are no seeds."""
+    if not evidence.seeds:
+        return [hours - least_hours]
+    pairs = [
+        (lookup(o[model], "work_not_done.gpu_hours"), lookup(o[least], "work_not_done.gpu_hours"))
+        for o in evidence.seeds.values()
+    ]
+    return [a - b for a, b in pairs if a is not None and b is not None] or [hours - least_hours]
+
+
+def target_misses(
+    outcome: Mapping[str, Any], targets: Mapping[str, float | None], criteria: Criteria | None = None
+) -> int:
+    """How many of the scenario's targets one run's figures miss (a material share of work left
+    undone misses them all): what a search over a model's settings minimises.
+
+    Example: ``target_misses(summary["models"]["hybrid"], {"p95_wait": 3600.0})``"""
+    checks = _targets(criteria or load_criteria(), outcome, targets, [], _undone_share(outcome))
+    return sum(1 for c in checks if c.status == "missed")
+
+
 def score_models(evidence: Evidence, criteria: Criteria) -> list[ModelScore]:
     """Steps 1-3 for every model of the evidence, in the summary's order."""
     undone = {model: _undone(outcome) for model, outcome in evidence.outcomes.items()}
-    known = [hours for _, hours in undone.values() if hours is not None]
-    least = min(known, default=0.0)
+    known = {model: hours for model, (_, hours) in undone.items() if hours is not None}
+    least_model = min(known, key=lambda m: known[m], default=None)
+    asked = max(
+        (lookup(o, "work_not_done.workload_gpu_hours") or 0.0 for o in evidence.outcomes.values()),
+        default=0.0,
+    )
     scores = []
     for model, outcome in evidence.outcomes.items():
         family = _family(criteria, model, outcome, evidence.source)
         rows = [_criterion(c, family, model, evidence) for c in criteria.criteria]
         static = sum(r.contribution for r in rows if r.source != "outcome")
         simulated = sum(r.contribution for r in rows if r.source == "outcome")
-        checks = _targets(criteria, outcome, evidence.targets)
+        share = _undone_share(outcome)
+        seeds = [o[model] for o in evidence.seeds.values()]
+        checks = _targets(criteria, outcome, evidence.targets, seeds, share)
         jobs, hours = undone[model]
-        most_work = hours is None or hours <= least + WORK_TOLERANCE_GPU_HOURS
+        # The same work as the model that does the most: less than a material share of the workload
+        # more undone, or not more in every seed (then the seeds, not the model, make the gap).
+        most_work = hours is None or least_model is None or model == least_model
+        if not most_work:
+            assert hours is not None and least_model is not None
+            more = _more_undone(evidence, model, least_model, hours, known[least_model])
+            tolerance = max(WORK_TOLERANCE_GPU_HOURS, MATERIAL_WORK_SHARE * asked)
+            most_work = sorted(more)[len(more) // 2] <= tolerance or min(more) <= WORK_TOLERANCE_GPU_HOURS
         scores.append(
             ModelScore(
                 model=model,
@@ -230,6 +307,7 @@ def score_models(evidence: Evidence, criteria: Criteria) -> list[ModelScore]:
                 work_not_done_jobs=jobs,
                 work_not_done_gpu_hours=hours,
                 does_the_most_work=most_work,
+                work_not_done_share=share,
                 criteria=rows,
                 plan=_plan(outcome) if family == "hybrid" else None,
             )
@@ -297,13 +375,33 @@ def _reasons(
                 f"({_work_phrase(most_work.work_not_done_jobs, most_work.work_not_done_gpu_hours)})"
             )
     for model in models:
+        hours = model.work_not_done_gpu_hours or 0.0
+        if (
+            model.does_the_most_work
+            and hours > (most_work.work_not_done_gpu_hours or 0.0) + WORK_TOLERANCE_GPU_HOURS
+        ):
+            reasons.append(
+                f"{model.model} leaves {_work_phrase(model.work_not_done_jobs, hours)} undone against "
+                f"{most_work.model}'s "
+                f"{_work_phrase(most_work.work_not_done_jobs, most_work.work_not_done_gpu_hours)}: "
+                f"within {MATERIAL_WORK_SHARE:.0%} of the jobs' GPU-hours, or not more in every seed: "
+                "counted as the same work (a tie, not a veto)"
+            )
+    for model in models:
         for check in model.targets:
             if check.status == "missed":
                 side = "above" if check.must_be == "at_most" else "below"
-                reasons.append(
-                    f"{model.model} misses the {check.title} target: {fmt.value(check.actual, check.unit)} "
-                    f"is {side} {fmt.value(check.required, check.unit)}"
-                )
+                figure = check.actual
+                if check.actual is not None and _check_met(check, check.actual) and check.worst is not None:
+                    figure = check.worst  # the median meets it, a seed does not: show that seed's
+                detail = f" ({check.note})" if check.note else ""
+                if figure is not None and not _check_met(check, figure):
+                    reasons.append(
+                        f"{model.model} misses the {check.title} target: {fmt.value(figure, check.unit)} "
+                        f"is {side} {fmt.value(check.required, check.unit)}{detail}"
+                    )
+                else:
+                    reasons.append(f"{model.model} misses the {check.title} target{detail}")
     rival = {r.id: r for r in runner_up.criteria} if runner_up is not None else {}
     gaps = sorted(
         (
@@ -317,6 +415,10 @@ def _reasons(
             break
         reasons.append(_reason(row, gap, winner, runner_up, rival.get(row.id), criteria))
     return reasons
+
+
+def _check_met(check: TargetCheck, value: float) -> bool:
+    return value <= check.required if check.must_be == "at_most" else value >= check.required
 
 
 def _reason(
@@ -350,6 +452,94 @@ def _decide(
     models = score_models(evidence, criteria)
     winner, runner_up, decision = _choose(models, criteria.decision.close_call)
     return models, winner, runner_up, decision
+
+
+def _seed_list(seeds: list[str]) -> str:
+    return ", ".join(seeds)
+
+
+def _over_seeds(
+    evidence: Evidence, criteria: Criteria, models: list[ModelScore], winner: ModelScore, decision: Decision
+) -> tuple[list[ModelScore], Decision, dict[str, str], list[str]]:
+    """Step 4 over the seeds: the winner on each seed's figures alone, how often each model wins and
+    the range of its score. The choice is "clear" only when one model wins in every seed and its
+    lowest score over the seeds is above every other model's highest; when it wins every seed but
+    the ranges overlap, "close_call"; when the seeds disagree, "seed_dependent", with what the
+    choice depends on. Returns the models (with wins and score ranges), the decision, the winner per
+    seed and the sentences that say so."""
+    per_seed = {seed: _decide(evidence.of_seed(seed), criteria) for seed in evidence.seeds}
+    seed_winners = {seed: decided[1].model for seed, decided in per_seed.items()}
+    scores = {
+        m.model: [next(x.score for x in d[0] if x.model == m.model) for d in per_seed.values()]
+        for m in models
+    }
+    models = [
+        m.model_copy(
+            update={
+                "wins": sum(1 for w in seed_winners.values() if w == m.model),
+                "score_range": (min(scores[m.model]), max(scores[m.model])),
+            }
+        )
+        for m in models
+    ]
+    count = len(per_seed)
+    won = [seed for seed, w in seed_winners.items() if w == winner.model]
+    others = sorted({w for w in seed_winners.values() if w != winner.model})
+    reasons: list[str] = []
+    if decision in ("no_model_meets_targets", "single_model"):
+        return models, decision, seed_winners, reasons
+    low = min(scores[winner.model])
+    if not others:
+        rivals = [m for m in models if m.model != winner.model and m.eligible]  # the others are out
+        overlap = [m for m in rivals if m.score_range is not None and m.score_range[1] >= low]
+        close = [seed for seed, decided in per_seed.items() if decided[3] != "clear"]
+        if (overlap or close) and decision == "clear":
+            decision = "close_call"
+        if close:
+            reasons.append(
+                f"{winner.model} wins in all {count} seeds, but not clearly in seed(s) {_seed_list(close)} "
+                f"({', '.join(sorted({per_seed[seed][3].replace('_', ' ') for seed in close}))})"
+            )
+        elif overlap:
+            rival = max(overlap, key=lambda m: m.score_range[1] if m.score_range else 0.0)
+            assert rival.score_range is not None
+            reasons.append(
+                f"{winner.model} wins in all {count} seeds, but its score over the seeds "
+                f"({low:.2f} to {max(scores[winner.model]):.2f}) overlaps {rival.model}'s "
+                f"({rival.score_range[0]:.2f} to {rival.score_range[1]:.2f}): "
+                "the margin is within the seeds' spread"
+            )
+        else:
+            reasons.append(
+                f"{winner.model} wins in all {count} seeds, its lowest score over them ({low:.2f}) "
+                "above every other eligible model's highest"
+            )
+        return models, decision, seed_winners, reasons
+    decision = "seed_dependent"
+    parts = [f"{winner.model} in {len(won)} of {count} seeds" + (f" ({_seed_list(won)})" if won else "")]
+    for other in others:
+        seeds = [seed for seed, w in seed_winners.items() if w == other]
+        parts.append(f"{other} in {len(seeds)} ({_seed_list(seeds)})")
+    reasons.append(
+        "the choice depends on the seed: the best model on one seed's figures is " + ", ".join(parts)
+    )
+    for seed, (seed_models, seed_winner, _, _) in per_seed.items():
+        if seed_winner.model == winner.model:
+            continue
+        mine = next(m for m in seed_models if m.model == winner.model)
+        missed = [c for c in mine.targets if c.status == "missed"]
+        if missed:
+            why = "; ".join(
+                f"misses the {c.title} target "
+                f"({fmt.value(c.actual, c.unit)} against {fmt.value(c.required, c.unit)})"
+                for c in missed
+            )
+        elif not mine.does_the_most_work:
+            why = f"leaves {_work_phrase(mine.work_not_done_jobs, mine.work_not_done_gpu_hours)} undone"
+        else:
+            why = f"scores {mine.score:.2f} against {seed_winner.score:.2f}"
+        reasons.append(f"in seed {seed}, {seed_winner.model} is chosen: {winner.model} {why}")
+    return models, decision, seed_winners, reasons
 
 
 def _organisation_tips(evidence: Evidence, criteria: Criteria, chosen: str) -> list[Tip]:
@@ -494,6 +684,12 @@ def recommend(evidence: Evidence, criteria: Criteria | None = None) -> Recommend
     """Score every model of ``evidence`` and choose one (see the module docstring for the recipe)."""
     criteria = criteria or load_criteria()
     models, winner, runner_up, decision = _decide(evidence, criteria)
+    seed_winners: dict[str, str] = {}
+    seed_reasons: list[str] = []
+    if evidence.seeds:
+        models, decision, seed_winners, seed_reasons = _over_seeds(
+            evidence, criteria, models, winner, decision
+        )
     tips = _organisation_tips(evidence, criteria, winner.model)
     tips += _target_tips(evidence, criteria, winner.model)
     if runner_up is not None and decision in ("close_call", "tie"):
@@ -524,7 +720,9 @@ def recommend(evidence: Evidence, criteria: Criteria | None = None) -> Recommend
         runner_up=runner_up.model if runner_up is not None else None,
         margin=winner.score - runner_up.score if runner_up is not None else None,
         scores={m.model: m.score for m in models},
-        reasons=_reasons(winner, runner_up, models, criteria),
+        reasons=seed_reasons + _reasons(winner, runner_up, models, criteria),
+        seeds=list(evidence.seeds),
+        seed_winners=seed_winners,
         models=models,
         not_simulated=not_simulated,
         tips=tips,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gc
 import signal
+from typing import Annotated
 
 import typer
 
@@ -38,8 +39,20 @@ app.command(no_args_is_help=True)(events)
 app.command()(init)
 
 
+def _version(value: bool) -> None:
+    if value:
+        from gpuplan import __version__
+
+        typer.echo(f"gpuplan {__version__}")
+        raise typer.Exit()
+
+
 @app.callback()
-def _root() -> None:
+def _root(
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")
+    ] = False,
+) -> None:
     """Exit codes: 0 ok, 1 the simulation or a target failed, 2 bad input (file, line and field named)."""
 
 

@@ -63,6 +63,16 @@ ProcessesOption = Annotated[
     typer.Option(help="Worker processes [default: one per model, at most one per core].", min=1),
 ]
 
+SeedsOption = Annotated[
+    int,
+    typer.Option(
+        help="Draws of the scenario's random synthesis each model runs on (seed, seed + 1, ...); the "
+        "figures are their medians with the spread. A scenario that draws nothing at random runs once.",
+        min=1,
+        max=64,
+    ),
+]
+
 
 @contextmanager
 def steps(first: str, hidden: bool) -> Iterator[Callable[[str], None]]:

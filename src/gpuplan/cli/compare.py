@@ -14,6 +14,7 @@ from gpuplan.cli.common import (
     OutOption,
     ProcessesOption,
     QuietOption,
+    SeedsOption,
     call,
     console,
     steps,
@@ -30,6 +31,7 @@ def compare(
         list[str] | None,
         typer.Option("--model", help="A model to run (repeatable) [default: the scenario's models.compare]."),
     ] = None,
+    seeds: SeedsOption = 5,
     processes: ProcessesOption = None,
     out: OutOption = Path("gpuplan-out"),
     json_output: JsonOption = False,
@@ -43,7 +45,7 @@ def compare(
     from gpuplan.compare import CompareRequest
     from gpuplan.compare import compare as run_compare
 
-    request = CompareRequest(scenario, tuple(model) if model else None, out, processes)
+    request = CompareRequest(scenario, tuple(model) if model else None, out, processes, seeds=seeds)
     with steps("simulating the models", quiet or json_output) as done:
         result = call(lambda: run_compare(request, done))
     warn(result.warnings, quiet)
@@ -51,8 +53,25 @@ def compare(
         sys.stdout.write(json.dumps(result.summary["models"], indent=2) + "\n")
     elif not quiet:
         stdout = console()
-        stdout.print(side_by_side(result.summary["models"]))
+        stdout.print(side_by_side(result.summary["models"], result.summary.get("refused", {})))
+        stdout.print(seeds_line(result.summary), soft_wrap=True)
         stdout.print("wrote " + ", ".join(str(f) for f in result.files), soft_wrap=True)
+
+
+def seeds_line(summary: dict[str, Any]) -> str:
+    """What the figures are: one run, or medians over seeds with their range."""
+    replications = summary.get("replications", {})
+    seeds = replications.get("seeds", [])
+    if len(seeds) <= 1:
+        return (
+            f"one run (seed {seeds[0]}){': ' + replications['note'] if 'note' in replications else ''}"
+            if seeds
+            else ""
+        )
+    return (
+        f"figures: the median over {len(seeds)} seeds ({', '.join(map(str, seeds))}), "
+        "the range over them in brackets where they differ"
+    )
 
 
 def _hours(seconds: float | None) -> str:
@@ -75,8 +94,28 @@ def _work_not_done(m: dict[str, Any]) -> str:
     return f"{work['jobs']:,} ({work['gpu_hours']:,.0f})"
 
 
-def side_by_side(models: dict[str, dict[str, Any]]) -> Table:
-    """The figures an architecture review compares, one column per model."""
+def _range(m: dict[str, Any], path: str, shown: Any) -> str:
+    """`` (low to high)`` of a figure over the seeds, in the figure's own format; "" for one run or
+    when every seed gives the same."""
+    figure = m.get("replications", {}).get("spread", {}).get(path)
+    if figure is None or figure["min"] == figure["max"]:
+        return ""
+    return f" ({shown(figure['min'])} to {shown(figure['max'])})"
+
+
+def _with_range(path: str, shown: Any) -> Any:
+    def cell(m: dict[str, Any]) -> str:
+        value: Any = m
+        for part in path.split("."):
+            value = value.get(part) if isinstance(value, dict) else None
+        return ("-" if value is None else shown(value)) + _range(m, path, shown)
+
+    return cell
+
+
+def side_by_side(models: dict[str, dict[str, Any]], refused: dict[str, str] | None = None) -> Table:
+    """The figures an architecture review compares, one column per model (a refused model's column
+    says so); over several seeds each figure is the median, its range in brackets."""
     from rich.table import Table
 
     names = list(models)
@@ -84,18 +123,18 @@ def side_by_side(models: dict[str, dict[str, Any]]) -> Table:
     table.add_column("figure")
     for name in names:
         table.add_column(name, justify="right")
+    for name in refused or {}:
+        table.add_column(name, justify="right")
 
     def row(label: str, cell: Any) -> None:
-        table.add_row(label, *(cell(models[name]) for name in names))
+        table.add_row(label, *(cell(models[name]) for name in names), *("refused" for _ in refused or {}))
 
     row("GPUs", lambda m: f"{m['cluster']['gpus']:,}")
-    row("GPU utilisation", lambda m: _percent(m["gpu_utilization"]))
-    row("GPU-hours", lambda m: f"{m['gpu_hours']:,.0f}")
-    row("wait p50 / p95", lambda m: f"{_hours(m['wait_s']['p50'])} / {_hours(m['wait_s']['p95'])}")
-    row(
-        "bounded slowdown (mean)",
-        lambda m: "-" if m["bounded_slowdown"]["mean"] is None else f"{m['bounded_slowdown']['mean']:,.2f}",
-    )
+    row("GPU utilisation (one window)", _with_range("gpu_utilization", _percent))
+    row("GPU-hours busy / idle", lambda m: f"{m['gpu_hours']:,.0f} / {m.get('idle_gpu_hours', 0.0):,.0f}")
+    row("wait p50", _with_range("wait_s.p50", _hours))
+    row("wait p95", _with_range("wait_s.p95", _hours))
+    row("bounded slowdown (mean)", _with_range("bounded_slowdown.mean", lambda v: f"{v:,.2f}"))
     teams = sorted({team for m in models.values() for team in m["per_team"]})
     for team in teams:
 
@@ -108,15 +147,15 @@ def side_by_side(models: dict[str, dict[str, Any]]) -> Table:
         row(f"  {team}: wait p50 / p95", team_wait)
     services = sorted({service for m in models.values() for service in m["services"]})
     for service in services:
-        row(
-            f"  {service}: SLO attainment",
-            lambda m, s=service: _percent(m["services"][s]["slo_attainment"]) if s in m["services"] else "-",
-        )
+        row(f"  {service}: SLO attainment", _with_range(f"services.{service}.slo_attainment", _percent))
     row(
         "jobs completed / killed at limit",
         lambda m: f"{m['jobs']['completed']:,} / {m['jobs']['killed_at_limit']:,}",
     )
-    row("work not done: jobs (GPU-hours)", _work_not_done)
+    row(
+        "work not done: jobs (GPU-hours)",
+        lambda m: _work_not_done(m) + _range(m, "work_not_done.jobs", "{:,.0f}".format),
+    )
     row(
         "preemptions / lost GPU-hours",
         lambda m: f"{m['preemption']['events']:,} / {m['preemption']['lost_gpu_hours']:,.0f}",
@@ -124,6 +163,6 @@ def side_by_side(models: dict[str, dict[str, Any]]) -> Table:
     row(
         "fairness (Jain, teams)", lambda m: "-" if m["fairness_jain"] is None else f"{m['fairness_jain']:.3f}"
     )
-    row("cost (list prices)", lambda m: "-" if m["cost_usd"] is None else f"${m['cost_usd']:,.0f}")
+    row("cost (the pools' prices)", _with_range("cost_usd", "${:,.0f}".format))
     row("simulation time", lambda m: f"{m['timing_s']['simulate']:.2f} s")
     return table

@@ -8,7 +8,17 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.console import Console
 
-from gpuplan.cli.common import OutOption, ProcessesOption, QuietOption, call, console, steps, styled, warn
+from gpuplan.cli.common import (
+    OutOption,
+    ProcessesOption,
+    QuietOption,
+    SeedsOption,
+    call,
+    console,
+    steps,
+    styled,
+    warn,
+)
 
 if TYPE_CHECKING:
     from gpuplan.advisor import Recommendation
@@ -18,6 +28,7 @@ def recommend(
     scenario: Annotated[
         Path | None, typer.Argument(help="Scenario file (.yaml) [default: the bundled mixed-org example].")
     ] = None,
+    seeds: SeedsOption = 5,
     processes: ProcessesOption = None,
     out: OutOption = Path("gpuplan-out"),
     quiet: QuietOption = False,
@@ -31,7 +42,7 @@ def recommend(
     from gpuplan.recommend import RecommendRequest
     from gpuplan.recommend import recommend as run_recommend
 
-    request = RecommendRequest(scenario, out, processes)
+    request = RecommendRequest(scenario, out, processes, seeds)
     with steps("simulating the models", quiet) as done:
         result = call(lambda: run_recommend(request, done))
     warn(result.warnings, quiet)

@@ -3,11 +3,16 @@
 Definitions (DESIGN.md "Results"):
 - wait = start - submit over jobs that started; percentiles interpolate linearly between ranks.
 - bounded slowdown = max(1, (wait + run) / max(run, 10 s)) (Feitelson et al.'s bound of 10 s).
-- GPU utilisation = busy GPU-seconds / (GPUs of all pools x makespan), with the makespan from the
-  first submit (t = 0 when services run) to the last end; busy = jobs' GPUs x run time, plus the
-  GPU-seconds of work lost to preemption, plus the GPUs of service replicas while they run.
-- cost = GPUs x list price per GPU-hour x makespan (the GPU-hours an autoscaled pool was up), for
-  every pool (``cluster.pools.<name>.cost_usd``) and in all (null if a pool's price is unknown).
+- The measuring window (``window``): the span every capacity figure is counted over. ``compare``
+  gives every model of a scenario the same one, from t = 0 to the horizon or to the last end in any
+  model, whichever is later (``remeasure``); alone, a run's own span from its first submit (t = 0
+  when services run) to its last end.
+- GPU utilisation = busy GPU-seconds / capacity GPU-seconds over the window; busy = jobs' GPUs x run
+  time, plus the GPU-seconds of work lost to preemption, plus the GPUs of service replicas while they
+  run; capacity = each pool's GPUs x the window (the GPU-hours an autoscaled pool's nodes were up).
+  Idle GPU-hours = capacity - busy.
+- cost = a pool's capacity GPU-hours x its price per GPU-hour, for every pool
+  (``cluster.pools.<name>.cost_usd``) and in all (null if a pool's price is unknown).
 - Jain's fairness index over teams of x = GPU-hours / share: (sum x)^2 / (n sum x^2); 1 is even.
 - work not done = the jobs rejected (they can never run on the model's cluster) and those unfinished
   (still queued or running when the run ended), with the GPU-hours they asked for (GPUs x run time),
@@ -85,6 +90,7 @@ def work_not_done(run: ModelRun) -> dict[str, Any]:
         figures["reasons"][why] = figures["reasons"].get(why, 0) + count
     return {
         **_work(undone, asked_gpu_hours),
+        "workload_gpu_hours": float(asked_gpu_hours.sum()),  # what all the jobs ask: the scale of the above
         "rejected": _work(rejected, asked_gpu_hours),
         "unfinished": _work(unfinished, asked_gpu_hours),
         "by_workload": dict(sorted(by_workload.items())),
@@ -101,8 +107,11 @@ def work_by_workload(work: dict[str, Any]) -> str:
     )
 
 
-def summarize(run: ModelRun, team_shares: dict[str, float] | None = None) -> dict[str, Any]:
-    """Summary figures of one model's run. ``team_shares`` (default: equal) weights fairness."""
+def summarize(
+    run: ModelRun, team_shares: dict[str, float] | None = None, window: tuple[float, float] | None = None
+) -> dict[str, Any]:
+    """Summary figures of one model's run. ``team_shares`` (default: equal) weights fairness;
+    ``window`` (begin, end in seconds) is the measuring window, by default the run's own span."""
     jobs = run.jobs
     started = run.started
     wait = (run.start_s - jobs.submit_s)[started]
@@ -111,19 +120,15 @@ def summarize(run: ModelRun, team_shares: dict[str, float] | None = None) -> dic
     busy_gpu_s = gpus * run_s
     slowdown = np.maximum(1.0, (wait + run_s) / np.maximum(run_s, BOUNDED_SLOWDOWN_MIN_RUN_S))
 
-    # The makespan runs from the first submit (or t = 0 when services run) to the last end.
+    # The run's own span runs from the first submit (or t = 0 when services run) to the last end.
     begins = [float(jobs.submit_s.min())] if len(jobs) else []
     ends = [float(run.end_s[started].max())] if started.any() else []
     if run.services:
         begins.append(0.0)
         ends.extend(s.span_s for s in run.services)
     makespan_s = max(ends) - min(begins) if ends else 0.0
+    first_s = min(begins) if begins else 0.0
     service_gpu_s = sum(s.gpu_hours for s in run.services) * 3600.0
-    # autoscaled pools count the GPU-hours their nodes were up, the others every GPU over the makespan
-    pool_gpu_s = [
-        p.pool.gpus * makespan_s if p.gpu_hours_up is None else p.gpu_hours_up * 3600.0 for p in run.pools
-    ]
-    available_gpu_s = sum(pool_gpu_s)
     lost_gpu_s = float(run.lost_gpu_s.sum())
     gpu_hours = (float(busy_gpu_s.sum()) + lost_gpu_s + service_gpu_s) / 3600.0
 
@@ -149,12 +154,8 @@ def summarize(run: ModelRun, team_shares: dict[str, float] | None = None) -> dic
     team_usage = np.array([figures["gpu_hours"] for figures in per_team.values()])
     shares = np.array([(team_shares or {}).get(team, 1.0) for team in per_team])
     state_counts = np.bincount(run.state, minlength=len(JOB_STATES))
-    prices = [p.pool.price_per_gpu_hour for p in run.pools]
-    cost = None
-    if prices and all(price is not None for price in prices):
-        cost = sum(gpu_s * (price or 0.0) for price, gpu_s in zip(prices, pool_gpu_s, strict=True)) / 3600.0
 
-    return {
+    summary = {
         "settings": run.settings,
         "cluster": {
             "pools": {
@@ -162,13 +163,11 @@ def summarize(run: ModelRun, team_shares: dict[str, float] | None = None) -> dic
                     "nodes": p.pool.nodes,
                     "gpus_per_node": p.pool.gpus_per_node,
                     "gpus": p.pool.gpus,
-                    "gpu_hours_available": gpu_s / 3600.0,
+                    # autoscaled pools: the GPU-hours their nodes were up (else every GPU, always)
+                    "gpu_hours_up": p.gpu_hours_up,
                     "price_per_gpu_hour": p.pool.price_per_gpu_hour,
-                    "cost_usd": None
-                    if p.pool.price_per_gpu_hour is None
-                    else gpu_s * p.pool.price_per_gpu_hour / 3600.0,
                 }
-                for p, gpu_s in zip(run.pools, pool_gpu_s, strict=True)
+                for p in run.pools
             },
             "gpus": run.total_gpus,
         },
@@ -188,9 +187,9 @@ def summarize(run: ModelRun, team_shares: dict[str, float] | None = None) -> dic
             "mean": float(slowdown.mean()) if len(slowdown) else None,
             "p95": float(np.percentile(slowdown, 95.0)) if len(slowdown) else None,
         },
-        "gpu_utilization": gpu_hours * 3600.0 / available_gpu_s if available_gpu_s > 0 else None,
         "gpu_hours": gpu_hours,
         "makespan_s": makespan_s,
+        "last_end_s": first_s + makespan_s,
         "per_team": per_team,
         "fairness_jain": jain_index(team_usage / shares) if len(team_usage) else None,
         "services": {
@@ -201,6 +200,30 @@ def summarize(run: ModelRun, team_shares: dict[str, float] | None = None) -> dic
             }
             for s in run.services
         },
-        "cost_usd": cost,
         **run.extra,
     }
+    begin, end = window if window is not None else (first_s, first_s + makespan_s)
+    return remeasure(summary, begin, end)
+
+
+def remeasure(summary: dict[str, Any], begin_s: float, end_s: float) -> dict[str, Any]:
+    """Set the figures that depend on the measuring window (``window``, the pools' capacity and
+    cost, ``gpu_utilization``, ``idle_gpu_hours``, ``cost_usd``) for the window [begin_s, end_s];
+    returns ``summary``, changed in place. The busy GPU-hours do not depend on it: a window holds
+    every run it is measured over (from t = 0, or the first submit, to at least the last end)."""
+    span_h = max(end_s - begin_s, 0.0) / 3600.0
+    capacity = 0.0
+    cost: float | None = 0.0
+    for pool in summary["cluster"]["pools"].values():
+        up = pool["gpu_hours_up"]
+        pool["gpu_hours_available"] = pool["gpus"] * span_h if up is None else up
+        price = pool["price_per_gpu_hour"]
+        pool["cost_usd"] = None if price is None else pool["gpu_hours_available"] * price
+        capacity += pool["gpu_hours_available"]
+        cost = None if cost is None or pool["cost_usd"] is None else cost + pool["cost_usd"]
+    busy = summary["gpu_hours"]
+    summary["window"] = {"begin_s": begin_s, "end_s": end_s, "gpu_hours": capacity}
+    summary["gpu_utilization"] = busy / capacity if capacity > 0 else None
+    summary["idle_gpu_hours"] = max(capacity - busy, 0.0)
+    summary["cost_usd"] = cost if summary["cluster"]["pools"] else None
+    return summary

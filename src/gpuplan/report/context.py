@@ -20,6 +20,7 @@ from gpuplan.advisor import format as fmt
 from gpuplan.advisor.criteria import Criteria
 from gpuplan.advisor.evidence import lookup
 from gpuplan.advisor.recommendation import ModelScore, Recommendation, Tip
+from gpuplan.metrics.diagnose import diagnosis_sentence
 from gpuplan.report import charts
 from gpuplan.report.results import Columns
 from gpuplan.report.series import chart_bin_s, timeline_end_s, timeline_series, wait_cdfs
@@ -145,6 +146,7 @@ DECISIONS = {
     "clear": "a clear choice",
     "close_call": "a close call",
     "tie": "a tie",
+    "seed_dependent": "it depends on the seed (different models win on different draws of the workload)",
     "single_model": "the only model simulated",
     "no_model_meets_targets": "no simulated model meets every target",
 }
@@ -329,6 +331,49 @@ def work_sentence(inputs: ReportInputs) -> str | None:
     return f"Work not done: {'; '.join(parts)}{rest}. The section Work not done lists the workloads and why."
 
 
+def replications_sentence(summary: Mapping[str, Any]) -> str | None:
+    """What the figures are: medians over the seeds (with their ranges in brackets), or one run."""
+    replications = summary.get("replications")
+    if not isinstance(replications, Mapping):
+        return None
+    seeds = [str(s) for s in replications.get("seeds") or []]
+    if len(seeds) > 1:
+        return (
+            f"Every figure is the median over {len(seeds)} draws of the scenario's workload (seeds "
+            f"{', '.join(seeds)}), with its range over them in brackets, as (low to high); a target "
+            "is met only when it is met in every seed. The job, timeline and event files hold seed "
+            f"{seeds[0]}, the scenario's own."
+        )
+    note = replications.get("note")
+    return f"One run, seed {seeds[0]}" + (f": {note}." if note else ".") if seeds else None
+
+
+def _score_range(model: ModelScore) -> str:
+    low_high = getattr(model, "score_range", None)
+    return "" if low_high is None else f" ({low_high[0]:.2f} to {low_high[1]:.2f})"
+
+
+def _target_status(check: Any) -> str:
+    seeds, met = getattr(check, "seeds", None), getattr(check, "seeds_met", None)
+    status = f"{check.title}: {check.status}"
+    if seeds:
+        status += f" (in {met} of {seeds} seeds)"
+    note = getattr(check, "note", "")
+    if note and "seeds" not in note:
+        status += f" ({note})"
+    return status
+
+
+def _refused_alert(summary: Mapping[str, Any]) -> list[Alert]:
+    refused = summary.get("refused")
+    if not isinstance(refused, Mapping):
+        return []
+    return [
+        Alert("Model refused", f"{name} refused the scenario, so it is not compared: {why}")
+        for name, why in refused.items()
+    ]
+
+
 def _partial_alert(summary: Mapping[str, Any]) -> Alert | None:
     partial = summary.get("partial")
     if not isinstance(partial, Mapping):
@@ -507,6 +552,13 @@ def recommendation_section(inputs: ReportInputs) -> Section:
     partial = _partial_alert(inputs.summary)
     if partial is not None:
         section.alerts.append(partial)
+    section.alerts += _refused_alert(inputs.summary)
+    section.alerts += [
+        Alert("Pathology", diagnosis_sentence(model, diagnosis))
+        for model, body in inputs.summary["models"].items()
+        for diagnosis in body.get("diagnoses") or []
+        if isinstance(diagnosis, Mapping) and {"title", "detail", "fix"} <= set(diagnosis)
+    ]
     warnings = list(getattr(rec, "warnings", None) or [])
     section.alerts += [Alert("Warning", text) for text in warnings]
     family = inputs.criteria.families.get(rec.chosen_family or "")
@@ -515,13 +567,20 @@ def recommendation_section(inputs: ReportInputs) -> Section:
         "single_model": f"Simulated: {named} (the only model in these results)",
         "no_model_meets_targets": f"No simulated model meets every target; the best-scoring is {named}",
     }
+    if rec.decision == "seed_dependent":
+        headlines["seed_dependent"] = (
+            f"Best on the median figures: {named}, but the choice depends on the seed"
+        )
     section.headline = headlines.get(rec.decision, f"Recommended: {named}")
     # the headline reads as settled only when the decision is and nothing must be read first
-    section.headline_warning = rec.decision == "no_model_meets_targets" or bool(warnings)
+    section.headline_warning = rec.decision in ("no_model_meets_targets", "seed_dependent") or bool(warnings)
     verdict = f"Decision: {DECISIONS[rec.decision]}"
     if rec.runner_up is not None and rec.margin is not None:
         verdict += f"; {rec.margin:.2f} points ahead of {rec.runner_up}"
     section.paragraph(verdict + ".")
+    replications = replications_sentence(inputs.summary)
+    if replications is not None:
+        section.paragraph(replications)
     work = work_sentence(inputs)
     if work is not None:
         section.paragraph(work)
@@ -543,18 +602,25 @@ def recommendation_section(inputs: ReportInputs) -> Section:
                 "simulated outcomes",
                 "targets",
                 "work not done",
+                "seeds won",
             ],
             [
                 [
                     m.model,
                     m.family,
-                    f"{m.score:.2f}",
+                    f"{m.score:.2f}" + _score_range(m),
                     f"{m.static_score:.2f}",
                     f"{m.outcome_score:.2f}",
-                    ", ".join(f"{c.title}: {c.status}" for c in m.targets) or "none set",
+                    ", ".join(_target_status(c) for c in m.targets) or "none set",
                     _score_work(m, inputs.summary["models"].get(m.model, {})),
+                    "-" if getattr(m, "wins", None) is None else f"{m.wins} of {len(rec.seeds)}",
                 ]
                 for m in rec.models
+            ]
+            + [
+                [name, "", "refused", "", "", "", "", ""]
+                for name in (inputs.summary.get("refused") or {})
+                if name not in {m.model for m in rec.models}
             ],
             "Score per model",
         )
@@ -737,8 +803,9 @@ def workload_section(inputs: ReportInputs) -> Section:
 
 
 SIDE_BY_SIDE = [
-    ("GPU utilisation", "gpu_utilization", "share"),
-    ("GPU-hours", "gpu_hours", "count"),
+    ("GPU utilisation (one window for every model)", "gpu_utilization", "share"),
+    ("GPU-hours busy", "gpu_hours", "count"),
+    ("GPU-hours idle", "idle_gpu_hours", "count"),
     ("makespan", "makespan_s", "seconds"),
     ("wait p50", "wait_s.p50", "seconds"),
     ("wait p95", "wait_s.p95", "seconds"),
@@ -757,6 +824,15 @@ SIDE_BY_SIDE = [
 ]
 
 
+def _spread(body: Mapping[str, Any], path: str, unit: str) -> str:
+    """`` (low to high)`` over the seeds where they differ (summary.json ``replications.spread``)."""
+    spreads = lookup_mapping(body, "replications", "spread")
+    figure = spreads.get(path) if isinstance(spreads, Mapping) else None
+    if not isinstance(figure, Mapping) or figure.get("min") == figure.get("max"):
+        return ""
+    return f" ({_v(figure.get('min'), unit)} to {_v(figure.get('max'), unit)})"
+
+
 def side_by_side_section(inputs: ReportInputs) -> Section:
     section = Section("models", "Models side by side")
     models = _models(inputs)
@@ -764,7 +840,12 @@ def side_by_side_section(inputs: ReportInputs) -> Section:
     for title, path, unit in SIDE_BY_SIDE:
         aggregate: Literal["min"] | None = "min" if "*" in path else None
         rows.append(
-            [title] + [_v(lookup(inputs.summary["models"][m], path, aggregate), unit) for m in models]
+            [title]
+            + [
+                _v(lookup(inputs.summary["models"][m], path, aggregate), unit)
+                + _spread(inputs.summary["models"][m], path, unit)
+                for m in models
+            ]
         )
     section.table(Table(["figure", *models], rows))
     return section
@@ -966,6 +1047,13 @@ def cost_section(inputs: ReportInputs) -> Section:
             f"No total where a pool has no price ({', '.join(unpriced)}): set price_per_gpu_hour on "
             "every pool."
         )
+    seeds = lookup_mapping(inputs.summary, "replications").get("seeds") or []
+    if len(seeds) > 1:
+        section.paragraph(
+            f"Each figure is its median over the {len(seeds)} seeds, so a model's pools need not add up to "
+            "its total exactly (each seed's do, in summary.json per_seed). Every model is counted over "
+            "the same measuring window, from the start to the horizon or the last end in any model."
+        )
     section.table(Table(["model", "pool", "GPUs", "USD per GPU-hour", "GPU-hours available", "cost"], rows))
     return section
 
@@ -1143,11 +1231,31 @@ def assumptions_section(inputs: ReportInputs) -> Section:
             "Under Slurm, a service runs as a peak-sized job (its max replicas) for the whole run.",
             "Waits are start minus submit of the jobs that started; jobs rejected or unfinished are left "
             "out of them and counted under Work not done.",
+            "One measuring window for every model: from the start to the horizon or the last end in any "
+            "model, whichever is later; utilisation, idle GPU-hours and cost are counted over it.",
             "Cost = GPU-hours each pool is available × its price per GPU-hour: every GPU over the "
-            "makespan, or the hours its nodes were up where they scale or are lent; none when a pool has "
+            "window, or the hours its nodes were up where they scale or are lent; none when a pool has "
             "no price.",
         ]
     )
+    configured = [
+        f"{model}: {assumption}"
+        for model, body in inputs.summary["models"].items()
+        for assumption in lookup_mapping(body, "settings").get("assumptions") or []
+    ]
+    section.bullets(configured, "What gpuplan configured where the scenario did not (as documented)")
+    for model, body in inputs.summary["models"].items():
+        search = lookup_mapping(body, "split_search")
+        if search:
+            tried = "; ".join(
+                f"{', '.join(f'{pool} {nodes}' for pool, nodes in c['split'].items())} Slurm nodes: "
+                f"{c['target_misses']} target miss(es)"
+                for c in search.get("candidates", [])
+            )
+            section.paragraph(
+                f"The {model} split was sized by simulation on the same seeds: the proposed split missed a "
+                f"target in some seed, so these candidates ran ({tried}); the one missing the fewest runs."
+            )
     input_rows = [["file", input_shown(inputs.summary) or "-"]]
     input_rows += [[humanise(str(k)), setting_value(str(k), v)] for k, v in info.items() if k != "path"]
     section.table(Table(["input", "value"], input_rows, "Input"))

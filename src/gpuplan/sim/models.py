@@ -38,16 +38,23 @@ class ModelSetup(Generic[SettingsT]):
     settings: SettingsT
 
 
-def _entry(path: str) -> Callable[..., Any]:
+@dataclass(frozen=True)
+class _Entry:
     """``module:function``, imported on first call: the registry's names cost no import (the CLI
-    lists them), a model's code is loaded when it runs."""
-    module, name = path.split(":")
+    lists them), a model's code is loaded when it runs (or by ``load``)."""
 
-    def call(*args: Any) -> Any:
+    path: str
+
+    def __call__(self, *args: Any) -> Any:
+        module, name = self.path.split(":")
         return getattr(importlib.import_module(module), name)(*args)
 
-    call.__qualname__ = path
-    return call
+    def load(self) -> None:
+        importlib.import_module(self.path.split(":")[0])
+
+
+def _entry(path: str) -> Callable[..., Any]:
+    return _Entry(path)
 
 
 @dataclass(frozen=True)
@@ -67,6 +74,13 @@ class OperatingModel(Generic[SettingsT]):
         if backfill is None or self.with_backfill is None:
             return setup
         return ModelSetup(setup.pools, self.with_backfill(setup.settings, backfill))
+
+    def load(self) -> None:
+        """Import the model's code now: worker processes forked after this start with it loaded,
+        instead of each importing it again (0.3 s for the hybrid's, uncompiled)."""
+        for entry in (self.prepare, self.run, self.with_backfill):
+            if isinstance(entry, _Entry):
+                entry.load()
 
     def check_backfill(self, backfill: str | None) -> None:
         """``--backfill`` given to a model it does not apply to is an input error (before any

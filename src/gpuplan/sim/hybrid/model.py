@@ -5,12 +5,17 @@ pipelines and application teams, each on its own part of every pool.
   workload, multi-node) or a service sends it to its side; by default services and pipelines go to
   Kubernetes and every other job to Slurm.
 - Split (``models.hybrid.split``): the nodes of each pool given to Slurm; Kubernetes gets the rest.
-  By default it is proposed from the workload: Kubernetes gets the nodes its services need at their
-  peak (replicas at peak demand, packed per node) plus a share of the rest in proportion to the
-  GPU-hours of the jobs routed to it; Slurm the remainder; a side with work keeps at least one node
-  and a side with none gets none.
+  By default it is proposed from the workload, sized rather than rounded (``plan_split``):
+  Kubernetes gets the nodes its services need at their peak (replicas at peak demand, packed per
+  node) plus, for the jobs routed to it, the larger of their mean GPU demand (GPU-hours / horizon)
+  and their GPU-hour share of the nodes left, each rounded up to whole nodes; Slurm the remainder;
+  each side's part holds the largest job routed to it, a side with work keeps at least one node and
+  a side with none gets none. ``candidate_splits`` lists a few splits around the proposal for a
+  search to judge by simulation; ``settings.with_split`` runs the one chosen.
 - Each side runs its own model (``gpuplan.sim.slurm.model``, ``gpuplan.sim.kubernetes``) on its part, and
-  the two runs are reported as one: pools are named ``POOL/slurm`` and ``POOL/kubernetes``.
+  the two runs are reported as one: pools are named ``POOL/slurm`` and ``POOL/kubernetes``. The
+  user's Kueue quotas are scaled to the Kubernetes side's part of each pool
+  (``settings.scale_quotas``; echoed as ``kubernetes.quota_scaled`` and ``assumptions``).
 - Lending (``models.hybrid.lending``, ``kubernetes_borrows``): Kubernetes runs first, its node pool
   allowed to grow by the nodes Slurm may lend, a borrowed node taking ``grace_time`` (the drain)
   plus ``move_time`` to become Ready. Each borrowed node the Kubernetes run used then leaves Slurm
@@ -24,7 +29,8 @@ pipelines and application teams, each on its own part of every pool.
 from __future__ import annotations
 
 import math
-from dataclasses import replace
+from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -32,11 +38,12 @@ import numpy as np
 from gpuplan.errors import InputError
 from gpuplan.scenario.hybrid import KUBERNETES_KINDS, HybridSettings, Lending, RoutingRule
 from gpuplan.scenario.kubernetes import NodePool
+from gpuplan.sim.backlog import backlog, span_s, work_figures
 from gpuplan.sim.cluster import Pool
 from gpuplan.sim.engine.core import Lending as EngineLending
 from gpuplan.sim.events import EventLog
-from gpuplan.sim.hybrid.settings import HybridModelSettings
-from gpuplan.sim.kubernetes.settings import KubernetesModelSettings
+from gpuplan.sim.hybrid.settings import HybridModelSettings, scale_quotas
+from gpuplan.sim.kubernetes.settings import KubernetesModelSettings, documented_defaults
 from gpuplan.sim.outcome import ModelRun, PoolSchedule
 from gpuplan.sim.slurm.partitions import Partition
 from gpuplan.workload.jobtable import Bool, Int32, JobTable, Labels
@@ -103,6 +110,131 @@ def _largest(nodes: Int32, rows: Bool) -> int:
     return int(nodes[rows].max()) if rows.any() else 0
 
 
+@dataclass(frozen=True)
+class PoolPlan:
+    """How one pool is split: the Kubernetes nodes proposed, and every Kubernetes part that holds the
+    work routed to each side (``feasible``, ascending), the proposal among them. ``contested``: both
+    sides have work here, so the split is a choice (else one side takes the pool)."""
+
+    pool: str
+    nodes: int
+    kubernetes: int
+    feasible: tuple[int, ...]
+    contested: bool
+
+
+def _span_s(jobs: JobTable, horizon_s: float | None) -> float:
+    """The span the jobs' mean GPU demand is taken over: the scenario's horizon, else (a trace) from
+    the first submit to the last end were every job to start at once."""
+    if horizon_s is not None and horizon_s > 0:
+        return float(horizon_s)
+    if not len(jobs):
+        return 1.0
+    return max(float((jobs.submit_s + jobs.duration_s).max() - jobs.submit_s.min()), 1.0)
+
+
+def plan_split(
+    pools: list[Pool],
+    partitions: tuple[Partition, ...],
+    jobs: JobTable,
+    to_kubernetes: Bool,
+    services: list[Service],
+    services_to_kubernetes: list[bool],
+    size_for: str = "peak",
+    by_rule: Bool | None = None,
+    horizon_s: float | None = None,
+    *,
+    path: Path | None = None,
+    lines: dict[str, int | None] | None = None,
+    given: frozenset[str] = frozenset(),
+) -> list[PoolPlan]:
+    """Per pool, the Kubernetes nodes proposed and the feasible Kubernetes parts (see ``PoolPlan``).
+
+    The proposal gives Kubernetes the nodes its services need (replicas at their peak, or trough with
+    lending, packed per node) plus, for the jobs routed to it, the larger of their mean GPU demand
+    (GPU-hours / horizon) and their GPU-hour share of the nodes left, both rounded *up* to whole nodes:
+    rounding a small side down starves it (4.5 % of 28 nodes rounds to 1 node for pipelines averaging
+    6.7 GPUs, whose p95 wait then reached days, issue 39). Slurm gets the rest. Then each side's part
+    must hold the largest job routed to it (nodes it may borrow do not count: they are not there when
+    Slurm is busy); when no split holds both, only the routing rules' jobs (``by_rule``) are held and
+    the defaults' must fit one side or the other (``fit_routing`` moves them). No split doing even that
+    is an InputError on ``models.hybrid.split.POOL`` (``path``, ``lines``: where to point), unless
+    the pool's split is ``given`` (``check_split`` then judges that one).
+
+        >>> plan_split([Pool("gpu", 28, 8)], (), jobs, to_kubernetes, [], [], horizon_s=14 * 86400.0)
+        [PoolPlan(pool='gpu', nodes=28, kubernetes=2, feasible=(1, 2, ..., 27), contested=True)]
+    """
+    pool_of_job = _pool_of_jobs(jobs, pools, partitions)
+    gpu_hours = jobs.gpus * jobs.duration_s / 3600.0
+    span_h = _span_s(jobs, horizon_s) / 3600.0
+    by_rule = np.ones(len(jobs), dtype=bool) if by_rule is None else by_rule
+    plans = []
+    for pool in pools:
+        n = pool.nodes
+        service_nodes = 0
+        has_service = False
+        for service, on_kubernetes in zip(services, services_to_kubernetes, strict=True):
+            if on_kubernetes and service.pool == pool.name:
+                has_service = True
+                per_node = max(pool.gpus_per_node // service.gpus_per_replica, 1)
+                needed = service.replicas_needed()
+                replicas = needed.max(initial=0) if size_for == "peak" else needed.min(initial=0)
+                service_nodes += math.ceil(int(replicas) / per_node)
+        service_nodes = min(service_nodes, n)
+        # jobs larger than the pool run under no model and on no split: they do not size it
+        mine = (pool_of_job == pool.name) & (jobs.nodes <= n)
+        kube_jobs, slurm_jobs = mine & to_kubernetes, mine & ~to_kubernetes
+        batch_kubernetes = float(gpu_hours[kube_jobs].sum())
+        batch_slurm = float(gpu_hours[slurm_jobs].sum())
+        kubernetes_work = has_service or bool(kube_jobs.any())
+        slurm_work = bool(slurm_jobs.any())
+        if not kubernetes_work:
+            target = 0
+        elif not slurm_work:
+            target = n
+        else:
+            rest = n - service_nodes
+            total = batch_kubernetes + batch_slurm
+            share = batch_kubernetes / total if total > 0 else 0.0
+            mean_nodes = math.ceil(batch_kubernetes / span_h / pool.gpus_per_node - 1e-9)
+            target = service_nodes + max(mean_nodes, math.ceil(rest * share - 1e-9))
+            target = max(target, 1)
+        feasible = _feasible_parts(n, jobs.nodes, kube_jobs, slurm_jobs, by_rule, has_service)
+        if not feasible and pool.name in given:
+            plans.append(PoolPlan(pool.name, n, min(target, n), (), kubernetes_work and slurm_work))
+            continue
+        if not feasible:
+            raise InputError(
+                f"no split of pool {pool.name!r} ({n} nodes) holds both sides' largest jobs: routing rules "
+                f"send {_largest(jobs.nodes, kube_jobs & by_rule)}-node jobs to kubernetes and "
+                f"{_largest(jobs.nodes, slurm_jobs & by_rule)}-node jobs to slurm; route one of them "
+                "elsewhere (models.hybrid.routing) or give the pool more nodes",
+                path=path,
+                line=(lines or {}).get(pool.name),
+                field=f"models.hybrid.split.{pool.name}",
+            )
+        # the feasible part nearest the target, on the Kubernetes side's favour on a tie
+        kubernetes_nodes = min(feasible, key=lambda k: (abs(k - target), -k))
+        plans.append(PoolPlan(pool.name, n, kubernetes_nodes, feasible, kubernetes_work and slurm_work))
+    return plans
+
+
+def _feasible_parts(
+    n: int, nodes: Int32, kube_jobs: Bool, slurm_jobs: Bool, by_rule: Bool, has_service: bool
+) -> tuple[int, ...]:
+    """The Kubernetes parts of an ``n``-node pool that hold each side's largest job and, with a
+    service, one node; when none does, those that hold the rules' jobs on their side and every
+    other job on one side or the other."""
+    low = max(_largest(nodes, kube_jobs), 1 if has_service else 0)
+    high = n - _largest(nodes, slurm_jobs)
+    if low <= high:
+        return tuple(range(low, high + 1))
+    rule_low = max(_largest(nodes, kube_jobs & by_rule), 1 if has_service else 0)
+    rule_high = n - _largest(nodes, slurm_jobs & by_rule)
+    movable = _largest(nodes, (kube_jobs | slurm_jobs) & ~by_rule)
+    return tuple(k for k in range(rule_low, rule_high + 1) if movable <= max(k, n - k))
+
+
 def propose_split(
     pools: list[Pool],
     partitions: tuple[Partition, ...],
@@ -112,49 +244,13 @@ def propose_split(
     services_to_kubernetes: list[bool],
     size_for: str = "peak",
     by_rule: Bool | None = None,
+    horizon_s: float | None = None,
 ) -> dict[str, int]:
-    """Nodes of each pool for Slurm (see the module docstring). Each side's part holds the largest job
-    routed to it (nodes it may borrow do not count: they are not there when Slurm is busy): the jobs a
-    routing rule sends (``by_rule``) always, the others when the pool is large enough for both sides'
-    largest jobs (else they may move side, see ``fit_routing``)."""
-    pool_of_job = _pool_of_jobs(jobs, pools, partitions)
-    gpu_hours = jobs.gpus * jobs.duration_s / 3600.0
-    by_rule = np.ones(len(jobs), dtype=bool) if by_rule is None else by_rule
-    split = {}
-    for pool in pools:
-        service_nodes = 0
-        for service, on_kubernetes in zip(services, services_to_kubernetes, strict=True):
-            if on_kubernetes and service.pool == pool.name:
-                per_node = max(pool.gpus_per_node // service.gpus_per_replica, 1)
-                needed = service.replicas_needed()
-                replicas = needed.max(initial=0) if size_for == "peak" else needed.min(initial=0)
-                service_nodes += math.ceil(int(replicas) / per_node)
-        service_nodes = min(service_nodes, pool.nodes)
-        mine = pool_of_job == pool.name
-        batch_kubernetes = float(gpu_hours[mine & to_kubernetes].sum())
-        batch_slurm = float(gpu_hours[mine & ~to_kubernetes].sum())
-        rest = pool.nodes - service_nodes
-        share = batch_kubernetes / (batch_kubernetes + batch_slurm) if batch_kubernetes + batch_slurm else 0.0
-        kubernetes_nodes = service_nodes + round(rest * share)
-        if batch_slurm == 0 and (service_nodes or batch_kubernetes > 0):
-            kubernetes_nodes = pool.nodes  # no Slurm work here
-        if batch_slurm > 0 and kubernetes_nodes >= pool.nodes:
-            kubernetes_nodes = pool.nodes - 1
-        if (service_nodes or batch_kubernetes > 0) and kubernetes_nodes == 0:
-            kubernetes_nodes = 1
-        # the largest job of each side fits its part
-        need: dict[str, dict[bool, int]] = {}
-        for side in SIDES:
-            on_side = mine & (to_kubernetes == (side == "kubernetes"))
-            need[side] = {rule: _largest(jobs.nodes, on_side & (by_rule == rule)) for rule in (True, False)}
-        low = max(need["kubernetes"][True], need["kubernetes"][False])
-        high = pool.nodes - max(need["slurm"][True], need["slurm"][False])
-        if low > high:  # not both: the rules' jobs first, the defaults' may move side
-            low, high = need["kubernetes"][True], pool.nodes - need["slurm"][True]
-        if low <= high:
-            kubernetes_nodes = min(max(kubernetes_nodes, low), high)
-        split[pool.name] = max(pool.nodes - kubernetes_nodes, 0)
-    return split
+    """Nodes of each pool for Slurm: the pool less the Kubernetes part ``plan_split`` proposes."""
+    plans = plan_split(
+        pools, partitions, jobs, to_kubernetes, services, services_to_kubernetes, size_for, by_rule, horizon_s
+    )
+    return {plan.pool: plan.nodes - plan.kubernetes for plan in plans}
 
 
 def fit_routing(
@@ -202,7 +298,7 @@ def check_split(
     pool_of_job = _pool_of_jobs(jobs, pools, settings.slurm.partitions)
     workload = _label_values(jobs.workload, len(jobs))
     for pool in pools:
-        if pool.name not in settings.hybrid.split:
+        if pool.name not in settings.hybrid.split and pool.name not in settings.split:
             continue
         for side in SIDES:
             rows = (pool_of_job == pool.name) & (to_kubernetes == (side == "kubernetes"))
@@ -231,25 +327,114 @@ def _side(
     return side_workload, [replace(pool, nodes=nodes[pool.name]) for pool in pools]
 
 
+@dataclass(frozen=True)
+class Routing:
+    """The jobs' and services' sides before the split, and the split proposed for them."""
+
+    to_kubernetes: Bool
+    by_rule: Bool
+    services_to_kubernetes: list[bool]
+    plans: list[PoolPlan]
+
+
+def _routing(workload: Workload, pools: list[Pool], settings: HybridModelSettings) -> Routing:
+    hybrid = settings.hybrid
+    to_kubernetes, by_rule = route_jobs(workload.jobs, hybrid.routing)
+    services_to_kubernetes = [route_service_to_kubernetes(s, hybrid) for s in workload.services]
+    plans = plan_split(
+        pools,
+        settings.slurm.partitions,
+        workload.jobs,
+        to_kubernetes,
+        workload.services,
+        services_to_kubernetes,
+        "trough" if hybrid.lending.policy == "kubernetes_borrows" else "peak",
+        by_rule,
+        workload.horizon_s,
+        path=settings.path,
+        lines=settings.split_lines,
+        given=frozenset(hybrid.split) | frozenset(settings.split),
+    )
+    return Routing(to_kubernetes, by_rule, services_to_kubernetes, plans)
+
+
+def candidate_splits(
+    workload: Workload, pools: list[Pool], settings: HybridModelSettings, limit: int = 5
+) -> list[dict[str, int]]:
+    """A few plausible splits (Slurm nodes per pool, as ``models.hybrid.split``), best guess first: the
+    proposal, then Kubernetes given 1 more, 1 fewer, 2 more and 2 fewer nodes of every pool both
+    sides use (each pool's part kept feasible: every side holds its largest routed job; a pool the
+    scenario splits keeps its split), duplicates dropped, at most ``limit``. A search judges them
+    by simulation and runs the one it picks with ``with_split``:
+
+        setup = MODELS.get("hybrid").setup(loaded)
+        splits = candidate_splits(loaded.workload, setup.pools, setup.settings)
+        for split in splits:
+            run_model("hybrid", loaded.workload, setup.pools, with_split(setup.settings, split))
+
+    An InputError (field ``models.hybrid.split.POOL``) when no split holds both sides' largest jobs.
+    """
+    plans = _routing(workload, pools, settings).plans
+    given = settings.hybrid.split
+    candidates: list[dict[str, int]] = []
+    for delta in (0, 1, -1, 2, -2):
+        split = {}
+        for plan in plans:
+            if plan.pool in given:
+                split[plan.pool] = given[plan.pool]
+                continue
+            kubernetes = plan.kubernetes
+            if delta and plan.contested and plan.feasible:
+                kubernetes = min(plan.feasible, key=lambda k: (abs(k - plan.kubernetes - delta), -k))
+            split[plan.pool] = plan.nodes - kubernetes
+        if split not in candidates:
+            candidates.append(split)
+    return candidates[: max(limit, 1)]
+
+
+def _largest_jobs(
+    jobs: JobTable, pools: list[Pool], settings: HybridModelSettings
+) -> dict[tuple[str, str], int]:
+    """(ClusterQueue, pool) -> GPUs of the largest Kubernetes-side job its LocalQueue sends there."""
+    kueue = settings.kubernetes.kubernetes.kueue
+    if not kueue.clusterQueues or not len(jobs):
+        return {}
+    pool_of_job = _pool_of_jobs(jobs, pools, settings.slurm.partitions)
+    team = _label_values(jobs.team, len(jobs))
+    local = _label_values(jobs.local_queue, len(jobs))
+    largest: dict[tuple[str, str], int] = {}
+    for t, q, pool, gpus in zip(
+        team.tolist(), local.tolist(), pool_of_job.tolist(), jobs.gpus.tolist(), strict=True
+    ):
+        queue = kueue.cluster_queue_of(t, q or "default")
+        if queue is not None:
+            largest[queue, pool] = max(largest.get((queue, pool), 0), int(gpus))
+    return largest
+
+
 def run_hybrid(workload: Workload, pools: list[Pool], settings: HybridModelSettings) -> ModelRun:
     """The model contract's entry (``gpuplan.sim.models``): route, split, run each side with its own
-    model and settings, and merge the runs."""
+    model and settings (the Kubernetes side's Kueue quotas scaled to its part), and merge the runs."""
     from gpuplan.sim.kubernetes.model import run_kubernetes
     from gpuplan.sim.slurm.model import run_slurm
 
     hybrid = settings.hybrid
     partitions = settings.slurm.partitions
     jobs = workload.jobs
-    to_kubernetes, by_rule = route_jobs(jobs, hybrid.routing)
+    routing = _routing(workload, pools, settings)
+    to_kubernetes, by_rule = routing.to_kubernetes, routing.by_rule
     services = workload.services
-    services_to_kubernetes = [route_service_to_kubernetes(s, hybrid) for s in services]
+    services_to_kubernetes = routing.services_to_kubernetes
     lending = hybrid.lending
-    size_for = "trough" if lending.policy == "kubernetes_borrows" else "peak"
 
-    proposed = propose_split(
-        pools, partitions, jobs, to_kubernetes, services, services_to_kubernetes, size_for, by_rule
-    )
-    slurm_nodes = {**proposed, **hybrid.split}
+    proposed = {plan.pool: plan.nodes - plan.kubernetes for plan in routing.plans}
+    for pool in pools:  # a split chosen in memory (with_split) was not checked against the pools
+        if settings.split.get(pool.name, 0) > pool.nodes:
+            raise InputError(
+                f"{settings.split[pool.name]} nodes for Slurm: more than the pool's {pool.nodes}",
+                field=f"models.hybrid.split.{pool.name}",
+            )
+    slurm_nodes = {**proposed, **hybrid.split, **settings.split}
     capacity = {
         pool.name: {"slurm": slurm_nodes[pool.name], "kubernetes": pool.nodes - slurm_nodes[pool.name]}
         for pool in pools
@@ -269,11 +454,21 @@ def run_hybrid(workload: Workload, pools: list[Pool], settings: HybridModelSetti
             for pool in pools
         }
         sides[side] = _side(workload, pools, on_side, side_services, nodes)
+    kubernetes_settings, quota_scaled, assumptions = scale_quotas(
+        settings,
+        pools,
+        {name: sides_["kubernetes"] for name, sides_ in capacity.items()},
+        _largest_jobs(sides["kubernetes"][0].jobs, pools, settings),
+    )
+    # Kueue as its documentation recommends for the jobs routed to Kubernetes, where the user did not
+    # configure it (waitForPodsReady with multi-pod jobs: kubernetes.settings.documented_defaults)
+    kubernetes_settings = documented_defaults(kubernetes_settings, sides["kubernetes"][0].jobs)
+    assumptions = [*assumptions, *(f"Kubernetes side: {why}" for why in kubernetes_settings.assumptions)]
     lending_echo: dict[str, Any] = {"policy": lending.policy}
     if lending.policy == "none":
         parts = [
             ("slurm", run_slurm(*sides["slurm"], settings.slurm)),
-            ("kubernetes", run_kubernetes(*sides["kubernetes"], settings.kubernetes)),
+            ("kubernetes", run_kubernetes(*sides["kubernetes"], kubernetes_settings)),
         ]
     else:
         lendable = {
@@ -282,27 +477,42 @@ def run_hybrid(workload: Workload, pools: list[Pool], settings: HybridModelSetti
         }
         kubernetes_pools = sides["kubernetes"][1]
         kubernetes_run = run_kubernetes(
-            *sides["kubernetes"], _borrowing(settings.kubernetes, kubernetes_pools, lendable, lending)
+            *sides["kubernetes"], _borrowing(kubernetes_settings, kubernetes_pools, lendable, lending)
         )
         lent = _lent_nodes(kubernetes_run, pools, slurm_nodes, lendable, lending)
         parts = [("slurm", run_slurm(*sides["slurm"], settings.slurm, lent)), ("kubernetes", kubernetes_run)]
         lending_echo |= _lending_figures(lent, pools, lending)
         parts = _count_lent_capacity(parts, lent, slurm_nodes, pools)
+    side_echo = {side: dict(run.settings) for side, run in parts}
+    if quota_scaled:
+        side_echo["kubernetes"]["quota_scaled"] = quota_scaled
     echo = {
         "split": {
             pool.name: {"slurm": slurm_nodes[pool.name], "kubernetes": pool.nodes - slurm_nodes[pool.name]}
             for pool in pools
         },
-        "split_source": {
-            pool.name: "scenario" if pool.name in hybrid.split else "proposed" for pool in pools
-        },
+        "split_source": {pool.name: _split_source(pool.name, settings) for pool in pools},
         "routing": [rule.model_dump(exclude_none=True) for rule in hybrid.routing]
         or "default: services and pipelines to kubernetes, other jobs to slurm",
         "lending": lending_echo,
         **({"rerouted": rerouted} if rerouted else {}),
-        **{side: run.settings for side, run in parts},
+        **({"assumptions": assumptions} if assumptions else {}),
+        **side_echo,
     }
-    return merge_runs(MODEL, parts, echo)
+    merged = merge_runs(MODEL, parts, echo)
+    # each side's work and capacity over the same span (metrics.diagnose: starved_side), and the queue
+    # at the horizon of both sides together (queue_never_drains)
+    merged.extra["sides"] = {side: work_figures(run, span_s(merged)) for side, run in parts}
+    merged.extra["backlog"] = backlog(merged, workload.horizon_s)
+    return merged
+
+
+def _split_source(pool: str, settings: HybridModelSettings) -> str:
+    """``scenario`` (models.hybrid.split), ``chosen`` (with_split, a search's pick) or ``proposed``."""
+    given = settings.hybrid.split
+    if pool in settings.split and settings.split[pool] != given.get(pool):
+        return "chosen"
+    return "scenario" if pool in given else "proposed"
 
 
 def _concat_labels(parts: list[Labels]) -> Labels:

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from gpuplan.scenario.kubernetes import KubernetesSettings
+from gpuplan.sim.backlog import backlog
 from gpuplan.sim.cluster import Pool
 from gpuplan.sim.engine._batchcore import check_signals, checkpointed
 from gpuplan.sim.engine.core import Timeline
@@ -1479,8 +1480,28 @@ class KubernetesRun:
                     }
                     for q, name in enumerate(self.queue_names)
                 },
+                "flavors": self._flavor_quotas(),
             }
         return figures
+
+    def _flavor_quotas(self) -> dict[str, dict[str, float]]:
+        """Per ResourceFlavor with quota: the nominal GPUs of every ClusterQueue and cohort in it
+        (at the end of the run), and the GPUs of the nodes it places on: its pool's at their most
+        nodes, every pool's for default-flavor (no nodeLabels). Quota above them admits pods no node
+        can hold (metrics.diagnose: quota_exceeds_capacity)."""
+        assert self.kueue is not None
+        names = [spec.name for spec in self.pool_specs] + [ANY_FLAVOR]
+        pool_gpus = [max(spec.nodes, spec.max_nodes) * spec.gpus_per_node for spec in self.pool_specs]
+        placeable = [*pool_gpus, sum(pool_gpus)]
+        nominal = [0.0] * len(names)
+        for node in self.kueue.tree.nodes:
+            for f, quota in enumerate(node.nominal[: len(names)]):
+                nominal[f] += quota
+        return {
+            name: {"nominal_gpus": nominal[f] / MILLI, "placeable_gpus": float(placeable[f])}
+            for f, name in enumerate(names)
+            if nominal[f] > 0
+        }
 
 
 def node_resources(spec: NodePoolSpec) -> str:
@@ -1524,7 +1545,7 @@ def run_kubernetes(workload: Workload, pools: list[Pool], settings: KubernetesMo
     """The model contract's entry (``gpuplan.sim.models``): ``workload`` on ``pools`` as OKE node
     pools (``settings.kubernetes.nodePools`` gives their autoscaling bounds)."""
     requests = workload.pod_requests or PodRequests()
-    return simulate_kubernetes(
+    run = simulate_kubernetes(
         workload.jobs,
         node_pool_specs(pools, settings.kubernetes),
         settings.kubernetes,
@@ -1535,3 +1556,7 @@ def run_kubernetes(workload: Workload, pools: list[Pool], settings: KubernetesMo
         horizon_s=workload.horizon_s,
         pool_aliases=settings.pool_aliases,
     )
+    if settings.assumptions:  # what gpuplan configured where the user did not (settings.documented_defaults)
+        run.settings["assumptions"] = list(settings.assumptions)
+    run.extra["backlog"] = backlog(run, workload.horizon_s)  # the queue at the horizon (metrics.diagnose)
+    return run

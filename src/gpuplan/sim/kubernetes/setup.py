@@ -26,7 +26,15 @@ from gpuplan.sim.kubernetes.quota import NO_LIMIT, QuotaNode, QuotaTree
 from gpuplan.sim.kubernetes.scheduler import NO_POOL, PodRequest, Scoring
 from gpuplan.sim.kubernetes.tas import Mode as TasMode
 from gpuplan.sim.kubernetes.tas import Topology
-from gpuplan.workload.jobtable import Float64, Int32, Int64, JobTable, Labels, parse_companions, unique_columns
+from gpuplan.workload.jobtable import (
+    Float64,
+    Int32,
+    Int64,
+    JobTable,
+    Labels,
+    parse_companions,
+    unique_columns,
+)
 
 DEFAULT_QUEUE = "default"
 UNMANAGED = -1  # the queue of a job Kueue does not manage

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from gpuplan.sim.backlog import backlog
 from gpuplan.sim.cluster import Pool
 from gpuplan.sim.engine.core import HELD_REASONS, BatchJobs, Lending, run_batch
 from gpuplan.sim.outcome import (
@@ -370,7 +371,7 @@ def run_slurm(
 ) -> ModelRun:
     """The model contract's entry (``gpuplan.sim.models``); ``lending``: the nodes of each pool
     hybrid lends to Kubernetes over time."""
-    return simulate_slurm(
+    run = simulate_slurm(
         workload.jobs,
         pools,
         settings,
@@ -380,3 +381,5 @@ def run_slurm(
         workload.epoch_s,
         workload.team_users,
     )
+    run.extra["backlog"] = backlog(run, workload.horizon_s)  # the queue at the horizon (metrics.diagnose)
+    return run
