@@ -154,9 +154,12 @@ def compare(request: CompareRequest, on_done: Callable[[str], None] | None = Non
 
     run = manifest.describe_run(request.command, loaded, request.scenario, names)
     horizon_s = float(loaded.scenario.scenario.horizon)
+    search = None
     try:
         run_all(_run_model, calls, processes, finished)
-    except KeyboardInterrupt:
+        if "hybrid" in names:
+            search = _search_split(loaded, read_s, results, names, seeds, processes, on_done)
+    except KeyboardInterrupt:  # (during the split search: the proposal's runs stand)
         done = [name for name in names if all((name, seed) in results for seed in seeds)]
         missing = [name for name in names if name not in done]
         if not done:
@@ -167,9 +170,6 @@ def compare(request: CompareRequest, on_done: Callable[[str], None] | None = Non
             f"interrupted: wrote {', '.join(done)} to {request.out} as a partial result "
             f"(not run: {', '.join(missing)})"
         ) from None
-    search = None
-    if "hybrid" in names:
-        search = _search_split(loaded, read_s, results, names, seeds, processes, on_done)
     gathered = _gather(results, names, seeds, horizon_s, once)
     if search is not None:
         for body in [gathered.models["hybrid"], *(m["hybrid"] for m in gathered.per_seed.values())]:
@@ -220,8 +220,10 @@ def _search_split(
         for seed, result in runs.items():
             if result.summary is None:
                 return len(targets) * len(seeds) + 1  # refused: worse than any miss
-            ends = [results[n, seed].summary["last_end_s"] for n in names if results[n, seed].summary]  # type: ignore[index]
-            remeasure(result.summary, 0.0, max([float(scenario.horizon), *ends]))
+            ends = [s["last_end_s"] for n in names if (s := results[n, seed].summary) is not None]
+            remeasure(
+                result.summary, 0.0, max([float(scenario.horizon), result.summary["last_end_s"], *ends])
+            )
         return sum(target_misses(r.summary, targets) for r in runs.values() if r.summary is not None)
 
     proposal = {seed: results["hybrid", seed] for seed in seeds}

@@ -61,8 +61,8 @@ def test_criteria_cover_the_decision_guide() -> None:
     groups = {
         group: [c.title for c in CRITERIA.criteria if c.group == group] for group in ("kubernetes", "slurm")
     }
-    assert len(groups["kubernetes"]) == 8
-    assert len(groups["slurm"]) == 7
+    assert len(groups["kubernetes"]) == 9
+    assert len(groups["slurm"]) == 8
     assert [c.title for c in CRITERIA.criteria if c.group == "hybrid"] == [
         "Distinct user groups with both patterns"
     ]
@@ -189,6 +189,8 @@ def test_close_call_is_reported_with_what_would_tip_it() -> None:
         ("existing_slurm_scripts", "none", "kubernetes"),
         ("cicd_gitops", "high", "kubernetes"),
         ("containerised", "none", "slurm"),
+        ("platform_today", "kubernetes", "kubernetes"),
+        ("platform_today", "slurm", "slurm"),
     ],
     ids=[
         "no Kubernetes skills -> Slurm",
@@ -196,6 +198,8 @@ def test_close_call_is_reported_with_what_would_tip_it() -> None:
         "no Slurm scripts -> Kubernetes",
         "GitOps -> Kubernetes",
         "nothing containerised -> Slurm",
+        "on Kubernetes today -> Kubernetes",
+        "on Slurm today -> Slurm",
     ],
 )
 def test_one_organisation_answer_moves_the_close_call_the_way_the_criteria_say(
@@ -222,6 +226,67 @@ def test_a_target_the_leader_misses_moves_the_close_call() -> None:
     assert [c.status for c in leader_score.targets if c.target == "p95_wait"] == ["missed"]
     assert any(f"{leader} misses the p95 wait target" in reason for reason in with_target.reasons)
     assert without_target.chosen in (leader, other)  # the target, not the outcome, decides
+
+
+# ---- who the teams are and what they run today ---------------------------------------------------
+
+
+def two_groups_with(tmp_path: Path, research: str | None, product: str | None) -> Input:
+    """advisor_two_groups with each team's ``persona:`` as given (None: left out of the file)."""
+    text = (DATA / "advisor_two_groups.yaml").read_text()
+    for team, was, persona in (("research", "researcher", research), ("product", "app-developer", product)):
+        stated = "" if persona is None else f" persona: {persona},"
+        text = text.replace(f"{{name: {team}, persona: {was},", f"{{name: {team},{stated}")
+    path = tmp_path / "scenario.yaml"
+    path.write_text(text)
+    return load_input(path)
+
+
+def test_a_persona_left_out_is_unknown_not_researcher(tmp_path: Path) -> None:
+    """A team that states no persona is not counted as researchers (the model's default): with no
+    persona stated, the persona criteria have no evidence and say so."""
+    figures = input_figures(two_groups_with(tmp_path, None, None))["advisor"]
+    assert figures["researcher_share"] is None and figures["developer_share"] is None
+    rec = advise(three_equal_models(), two_groups_with(tmp_path, None, None))
+    rows = {r.id: r for r in rec.models[0].criteria}
+    for criterion in ("scheduler-submission", "shared-storage", "cloud-integration"):
+        assert rows[criterion].strength is None and rows[criterion].contribution == 0, criterion
+        assert rows[criterion].note == "workload figure unavailable"
+    # the bundled Kueue cohort example names its teams without personas
+    cohort = input_figures(load_input(ROOT / "src" / "gpuplan" / "examples" / "k8s-cohort.yaml"))
+    assert cohort["advisor"]["researcher_share"] is None
+
+
+def test_stated_personas_still_count(tmp_path: Path) -> None:
+    both = input_figures(two_groups_with(tmp_path, "researcher", "app-developer"))["advisor"]
+    assert both["researcher_share"] is not None and both["developer_share"] is not None
+    assert 0 < both["researcher_share"] < 1
+    assert both["researcher_share"] + both["developer_share"] == pytest.approx(1.0)
+    # one team states its persona: it counts; the other counts in the whole but in no persona
+    research_only = input_figures(two_groups_with(tmp_path, "researcher", None))["advisor"]
+    assert research_only["researcher_share"] == pytest.approx(both["researcher_share"])
+    assert research_only["developer_share"] == 0.0
+    # a persona stated as the default value is stated
+    assert input_figures(scenario_input("advisor_mpi_research"))["advisor"]["researcher_share"] == 1.0
+
+
+@pytest.mark.parametrize(
+    ("answer", "expected"),
+    [("kubernetes", "kubernetes"), ("slurm", "slurm")],
+    ids=["teams on Kubernetes today -> Kubernetes", "teams on Slurm today -> Slurm"],
+)
+def test_what_the_teams_run_today_moves_a_neutral_choice(answer: str, expected: str) -> None:
+    neutral = gather(three_equal_models())
+    assert recommend(neutral).decision == "tie"
+    rec = recommend(replace(neutral, organisation={"platform_today": answer}))
+    assert rec.chosen == expected and rec.decision == "clear"
+    rows = {r.id: r for r in next(m for m in rec.models if m.model == expected).criteria}
+    assert rows[f"runs-{expected}-today"].contribution == 1.5
+    # both: each side's criterion holds at half strength, no side gains on the others
+    both = recommend(replace(neutral, organisation={"platform_today": "both"}))
+    assert len({round(score, 9) for score in both.scores.values()}) == 1
+    none = recommend(replace(neutral, organisation={"platform_today": "none"}))
+    assert none.scores == recommend(neutral).scores
 
 
 # ---- targets as hard constraints -----------------------------------------------------------------

@@ -59,6 +59,7 @@ def test_defaults_write_a_valid_commented_scenario(tmp_path: Path) -> None:
         ({"kubernetes_skills": "high", "containerised": "all"},
          lambda s: (s.organisation.kubernetes_skills, s.organisation.containerised) == ("high", "all")),
         ({"p95_wait": "2h"}, lambda s: s.targets.p95_wait == 7200),
+        ({"platform_today": "kubernetes"}, lambda s: s.organisation.platform_today == "kubernetes"),
         ({"multi_node_percent": 0}, lambda s: all(w.size_mix() == [(1, 8, 1.0)] for w in s.workloads
                                                   if w.name.endswith("training"))),
         ({"training_nodes": 3, "multi_node_percent": 50},
@@ -68,13 +69,30 @@ def test_defaults_write_a_valid_commented_scenario(tmp_path: Path) -> None:
          lambda s: s.cluster.pools[0].shape == "BM.GPU.A100-v2.8" and s.name == "a: 'quoted' name"),
     ],
     ids=["three research teams", "two services", "pipelines", "notebooks", "organisation answers",
-         "p95 target", "no multi-node", "small pool caps job sizes", "price", "other shape, awkward name"],
+         "p95 target", "platform today", "no multi-node", "small pool caps job sizes", "price",
+         "other shape, awkward name"],
 )  # fmt: skip
 def test_answers_change_the_scenario(tmp_path: Path, answers: dict[str, Any], check: Any) -> None:
     default = written(tmp_path / "default")
     changed = written(tmp_path / "changed", **answers)
     assert check(changed)
     assert changed != default
+
+
+def test_init_asks_what_the_teams_run_today(tmp_path: Path) -> None:
+    """The question is asked, written under organisation: and read back; unanswered, it is shown."""
+    question = next(q for q in QUESTIONS if q.key == "platform_today")
+    assert question.choices == ("unknown", "none", "slurm", "kubernetes", "both") and question.when is None
+    assert written(tmp_path / "unanswered").organisation.platform_today is None
+    text = (tmp_path / "unanswered" / "scenario.yaml").read_text()
+    assert "  # platform_today: none | slurm | kubernetes | both   (not answered" in text
+    for answer in ("none", "slurm", "kubernetes", "both"):
+        scenario = written(tmp_path / answer, platform_today=answer)
+        assert scenario.organisation.platform_today == answer
+        assert f"\n  platform_today: {answer}\n" in (tmp_path / answer / "scenario.yaml").read_text()
+    with pytest.raises(InputError, match="Input should be") as raised:
+        check_answers({"platform_today": "openshift"}, "answers.yaml")
+    assert raised.value.field == "platform_today"
 
 
 def test_every_question_is_an_answer_field_and_asked_once() -> None:

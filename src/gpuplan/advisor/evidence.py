@@ -82,8 +82,9 @@ def _share(part: float, whole: float) -> float | None:
 def advisor_figures(
     workload: Workload, scenario: Scenario | None = None, pools: Sequence[ResolvedPool] = ()
 ) -> dict[str, float | None]:
-    """Figures the criteria need beyond ``inspect``'s: GPU-hours by pattern, team groups, personas,
-    autoscaling headroom and the RDMA share of the cluster. Shares are of all GPU-hours (jobs + services)."""
+    """Figures the criteria need beyond ``inspect``'s: GPU-hours by pattern, team groups, personas (of
+    the teams that state one; None when none does), autoscaling headroom and the RDMA share of the
+    cluster. Shares are of all GPU-hours (jobs + services)."""
     jobs = workload.jobs
     limit = jobs.time_limit_s
     run = np.where((limit > 0) & (jobs.duration_s > limit), limit, jobs.duration_s)
@@ -116,10 +117,17 @@ def advisor_figures(
     )
     queued_total = sum(team_queued.values())
 
-    personas = {team.name: team.persona for team in scenario.teams} if scenario is not None else None
+    # a persona counts only where the file states it: the model's default ("researcher") would tell a
+    # Kubernetes team that wrote no persona it submits like researchers, and Slurm's criteria would
+    # hold. Teams without one count in the whole but in no persona; when no team states one, no figure.
+    personas = {
+        team.name: team.persona
+        for team in (scenario.teams if scenario is not None else ())
+        if "persona" in team.model_fields_set
+    }
 
     def persona_share(wanted: Sequence[str]) -> float | None:
-        if personas is None:
+        if not personas:
             return None
         return _share(sum(h for (team, _), h in hours.items() if personas.get(team) in wanted), total)
 

@@ -294,6 +294,13 @@ def _queue_never_drains(summary: Mapping[str, Any], horizon_s: float | None) -> 
         when += f", past the {_duration(horizon_s)} horizon"
     # growing: more queued at each of the last samples (half, three quarters of the horizon, and at it)
     growing = len(samples) >= 3 and samples[-3] < samples[-2] < samples[-1]
+    # Jobs submitted late are queued at the horizon in any healthy run and drain after it: the queue
+    # "never drains" when it grows towards the horizon, or when work is still unfinished at the end.
+    unfinished = _number(_get(summary, "work_not_done", "unfinished", "gpu_hours"))
+    asked = _number(_get(summary, "work_not_done", "workload_gpu_hours"))
+    stuck = asked > 0 and unfinished / asked >= MATERIAL_SHARE
+    if samples and not growing and not stuck:
+        return None
     counts = ", ".join(f"{n:,}" for n in samples)
     trend = ""
     if samples:

@@ -160,6 +160,7 @@ QUESTIONS = {
     "self_service": "self-service for teams",
     "security_compliance": "security and compliance regime",
     "operational_maturity": "operational maturity",
+    "platform_today": "the platform the teams run today",
 }
 # the hybrid model's settings that make its plan (shown under the recommendation, not as settings)
 PLAN_SETTINGS = ("split", "split_source", "routing", "lending", "rerouted")
@@ -357,7 +358,7 @@ def _target_status(check: Any) -> str:
     seeds, met = getattr(check, "seeds", None), getattr(check, "seeds_met", None)
     status = f"{check.title}: {check.status}"
     if seeds:
-        status += f" (in {met} of {seeds} seeds)"
+        status += f" (met in {met} of {seeds} seeds)"
     note = getattr(check, "note", "")
     if note and "seeds" not in note:
         status += f" ({note})"
@@ -1294,7 +1295,16 @@ def assumptions_section(inputs: ReportInputs) -> Section:
         section.table(
             Table(
                 ["team", "persona", "fair-share weight", "users"],
-                [[t.name, t.persona, number(t.share), str(t.users)] for t in scenario.teams],
+                [
+                    # a persona the file does not state counts as unknown to the advisor: not shown as one
+                    [
+                        t.name,
+                        t.persona if "persona" in t.model_fields_set else "not stated",
+                        number(t.share),
+                        str(t.users),
+                    ]
+                    for t in scenario.teams
+                ],
                 "Teams",
             )
         )

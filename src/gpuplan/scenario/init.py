@@ -61,6 +61,7 @@ class Answers(BaseModel):
     self_service: Literal["unknown", "none", "low", "medium", "high"] = "unknown"
     security_compliance: Literal["unknown", "standard", "regulated", "strict"] = "unknown"
     operational_maturity: Literal["unknown", "none", "low", "medium", "high"] = "unknown"
+    platform_today: Literal["unknown", "none", "slurm", "kubernetes", "both"] = "unknown"
     p95_wait: str = "none"
     slo_attainment: float = Field(0.99, gt=0, le=1)
 
@@ -95,6 +96,7 @@ ORGANISATION = (
     "self_service",
     "security_compliance",
     "operational_maturity",
+    "platform_today",
 )
 
 
@@ -163,6 +165,11 @@ QUESTIONS: tuple[Question, ...] = (
         ("unknown", "standard", "regulated", "strict"),
     ),
     Question("operational_maturity", "Operational maturity of the platform team", LEVELS),
+    Question(
+        "platform_today",
+        "What do the teams run their GPU work on today?",
+        ("unknown", "none", "slurm", "kubernetes", "both"),
+    ),
     Question("p95_wait", "Target: p95 wait of batch jobs (e.g. 4h; none)"),
     Question("slo_attainment", "Target: share of time services meet demand (e.g. 0.99)", when=_with_services),
 )

@@ -99,8 +99,11 @@ class ClusterSpec(Section):
 
 class Team(Section):
     name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
-    persona: Literal["researcher", "ml-engineer", "data-scientist", "app-developer", "platform"] = (
-        "researcher"
+    # the advisor reads a persona only where the file states it (``model_fields_set``): left out, it
+    # is unknown to the advisor's persona criteria, whatever this default says
+    persona: Literal["researcher", "ml-engineer", "data-scientist", "app-developer", "platform"] = Field(
+        "researcher",
+        description="who the team is; the advisor weighs it only when stated (left out: unknown to it)",
     )
     share: float = Field(
         1.0,
@@ -435,6 +438,9 @@ class Organisation(Section):
     self_service: Level | None = Field(None, description="how much teams need self-service namespaces")
     security_compliance: Literal["standard", "regulated", "strict"] | None = None
     operational_maturity: Level | None = None
+    platform_today: Literal["none", "slurm", "kubernetes", "both"] | None = Field(
+        None, description="what the teams run their GPU work on today"
+    )
 
 
 class QosSpec(Section):
