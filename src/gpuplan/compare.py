@@ -42,9 +42,12 @@ from gpuplan.inputs import Input, draws_at_random, is_scenario, load_input, with
 from gpuplan.metrics.diagnose import diagnose, diagnosis_sentence, over_seeds
 from gpuplan.metrics.replications import fold, replication_seeds
 from gpuplan.metrics.summary import remeasure, summarize
+from gpuplan.progress import Clocks
 from gpuplan.results import manifest
 from gpuplan.results.files import RESULT_FILES, run_tables, write_summary, write_tables
+from gpuplan.sim.engine._batchcore import progress_clock
 from gpuplan.sim.models import MODELS, run_input, run_model
+from gpuplan.simulate import assumption_sentences
 from gpuplan.workers import run_all
 
 DEFAULT_SEEDS = 5
@@ -80,20 +83,30 @@ class _ModelResult:
 
 
 def _run_model(
-    loaded: Input, read_s: float, name: str, seed: int, keep_tables: bool, split: dict[str, int] | None = None
+    loaded: Input,
+    read_s: float,
+    name: str,
+    seed: int,
+    keep_tables: bool,
+    split: dict[str, int] | None = None,
+    clock: memoryview | None = None,
 ) -> _ModelResult:
     """One model on one seed, start to end (in a worker process, forked with the input already
-    read): synthesise the seed's workload, simulate (the hybrid with ``split`` when given),
-    summarise."""
+    read): synthesise the seed's workload, simulate (the hybrid with ``split`` when given; the
+    engine writing its simulated time to ``clock``), summarise."""
     try:
         seeded = with_seed(loaded, seed)
-        if split is None:
-            run = run_input(name, seeded)
-        else:
-            from gpuplan.sim.hybrid.settings import with_split
+        progress_clock(clock)
+        try:
+            if split is None:
+                run = run_input(name, seeded)
+            else:
+                from gpuplan.sim.hybrid.settings import with_split
 
-            setup = MODELS.get(name).setup(seeded)
-            run = run_model(name, seeded.workload, setup.pools, with_split(setup.settings, split))
+                setup = MODELS.get(name).setup(seeded)
+                run = run_model(name, seeded.workload, setup.pools, with_split(setup.settings, split))
+        finally:
+            progress_clock(None)
         began = time.perf_counter()
         summary = summarize(run, seeded.workload.team_shares)
         tables = run_tables(run) if keep_tables else None
@@ -122,9 +135,14 @@ def seeds_of(loaded: Input, count: int) -> tuple[list[int], str | None]:
         raise InputError(str(exc), field="--seeds") from None
 
 
-def compare(request: CompareRequest, on_done: Callable[[str], None] | None = None) -> CompareResult:
+def compare(
+    request: CompareRequest,
+    on_done: Callable[[str], None] | None = None,
+    on_start: Callable[[Clocks], None] | None = None,
+) -> CompareResult:
     """Run the models on every seed, write OUT/summary.json, jobs.parquet, timeline.parquet and
-    manifest.json; ``on_done(what)`` is called as each (model, seed) finishes.
+    manifest.json; ``on_done(what)`` is called as each (model, seed) finishes, ``on_start(clocks)``
+    once the runs are known (their simulated time, for progress: ``gpuplan.progress``).
 
     Example: ``compare(CompareRequest(Path("examples/mixed-org.yaml"), seeds=3)).summary["models"]``"""
     if not is_scenario(request.scenario):
@@ -143,17 +161,25 @@ def compare(request: CompareRequest, on_done: Callable[[str], None] | None = Non
     for name in names:
         MODELS.get(name).load()  # before the workers are forked, so that none imports it again
     seeds, once = seeds_of(loaded, request.seeds)
-    calls = [(loaded, read_s, name, seed, seed == seeds[0]) for seed in seeds for name in names]
+    horizon_s = float(loaded.scenario.scenario.horizon)
+    runs = [(name, seed) for seed in seeds for name in names]
+    clocks = Clocks(runs, horizon_s)
+    calls = [
+        (loaded, read_s, name, seed, seed == seeds[0], None, clocks.slot(k))
+        for k, (name, seed) in enumerate(runs)
+    ]
     processes = min(request.processes or os.cpu_count() or 1, len(calls))
     results: dict[tuple[str, int], _ModelResult] = {}
+    if on_start:
+        on_start(clocks)
 
     def finished(result: _ModelResult) -> None:
         results[result.name, result.seed] = result
+        clocks.finished(runs.index((result.name, result.seed)))
         if on_done:
             on_done(result.name if len(seeds) == 1 else f"{result.name}, seed {result.seed}")
 
     run = manifest.describe_run(request.command, loaded, request.scenario, names)
-    horizon_s = float(loaded.scenario.scenario.horizon)
     search = None
     try:
         run_all(_run_model, calls, processes, finished)
@@ -185,6 +211,7 @@ def compare(request: CompareRequest, on_done: Callable[[str], None] | None = Non
     if once:
         warnings.append(once)
     for name, body in gathered.models.items():
+        warnings += assumption_sentences(name, body)
         warnings += [diagnosis_sentence(name, d) for d in body["diagnoses"]]
     return CompareResult(summary, files, loaded, run, warnings)
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from gpuplan.advisor import Recommendation, advise, write_recommendation
 from gpuplan.compare import DEFAULT_SEEDS, CompareRequest, compare
+from gpuplan.progress import Clocks
 from gpuplan.report import build_report
 from gpuplan.results import manifest
 
@@ -38,12 +39,18 @@ def bundled_example() -> Path:
         return Path(path)
 
 
-def recommend(request: RecommendRequest, on_step: Callable[[str], None] | None = None) -> RecommendResult:
+def recommend(
+    request: RecommendRequest,
+    on_step: Callable[[str], None] | None = None,
+    on_start: Callable[[Clocks], None] | None = None,
+) -> RecommendResult:
     """compare -> advise -> report, then the manifest of them all; ``on_step(what)`` is called after
-    each model and each step."""
+    each model and each step, ``on_start`` as compare's."""
     scenario = request.scenario or bundled_example()
     compared = compare(
-        CompareRequest(scenario, None, request.out, request.processes, "recommend", request.seeds), on_step
+        CompareRequest(scenario, None, request.out, request.processes, "recommend", request.seeds),
+        on_step,
+        on_start,
     )
     recommendation = advise(compared.summary, compared.loaded)
     recommendation_file = write_recommendation(request.out, recommendation)

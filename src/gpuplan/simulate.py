@@ -65,6 +65,13 @@ def work_not_done_warning(loaded: Input, run: ModelRun, summary: dict[str, Any])
     return sentence
 
 
+def assumption_sentences(model: str, summary: dict[str, Any]) -> list[str]:
+    """What gpuplan configured where the scenario did not (``settings.assumptions``), one line each."""
+    settings = summary.get("settings")
+    assumptions = settings.get("assumptions") if isinstance(settings, dict) else None
+    return [f"{model}: assumed, as documented: {a}" for a in assumptions or []]
+
+
 def kubernetes_warnings(model: str, summary: dict[str, Any]) -> list[str]:
     """What the Kubernetes model (alone or as hybrid's side) did not model exactly: requests of CPU
     or memory on nodes whose figure is unknown were not checked (``settings.node_resources`` says
@@ -120,5 +127,6 @@ def simulate(request: SimulateRequest) -> SimulateResult:
     if (undone := work_not_done_warning(loaded, run, model_summary)) is not None:
         warnings.append(undone)
     warnings += kubernetes_warnings(run.model, model_summary)
+    warnings += assumption_sentences(run.model, model_summary)
     warnings += [diagnosis_sentence(run.model, d) for d in model_summary["diagnoses"]]
     return SimulateResult(summary=summary, files=files, warnings=warnings)

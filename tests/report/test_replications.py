@@ -210,3 +210,44 @@ def test_every_model_refusing_is_an_input_error(tmp_path: Path) -> None:
 def test_version() -> None:
     code, stdout, _ = gpuplan("--version")
     assert code == 0 and stdout.startswith("gpuplan ")
+
+
+def test_progress_follows_each_run_in_simulated_time(tmp_path: Path) -> None:
+    """compare hands the command each (model, seed)'s clock; the engines write their simulated time
+    there as they run, so a bar per model can show it against the horizon."""
+    import multiprocessing
+
+    from gpuplan.inputs import load_input
+    from gpuplan.progress import Clocks
+    from gpuplan.sim.engine._batchcore import check_signals, progress_clock
+    from gpuplan.sim.models import run_input
+
+    seen: list[Clocks] = []
+    compare(
+        CompareRequest(_scenario(tmp_path), ("slurm", "kubernetes"), tmp_path / "out", 2, seeds=2),
+        None,
+        seen.append,
+    )
+    (clocks,) = seen
+    assert clocks.runs == [("slurm", 11), ("kubernetes", 11), ("slurm", 12), ("kubernetes", 12)]
+    progress = clocks.by_model()
+    assert {m: (p.fraction, p.finished, p.runs) for m, p in progress.items()} == {
+        "slurm": (1.0, 2, 2),
+        "kubernetes": (1.0, 2, 2),
+    }
+    # the Kubernetes model writes the instant it is at; a run past its clock is not counted beyond it
+    loaded = load_input(_scenario(tmp_path))
+    shared = multiprocessing.RawArray("d", 1)
+    progress_clock(memoryview(shared))
+    try:
+        run_input("kubernetes", loaded)
+    finally:
+        progress_clock(None)
+    assert 0.0 < shared[0] <= float(np.nanmax(np.r_[loaded.workload.jobs.submit_s, 0.0])) + 10 * 86400
+    halfway = Clocks([("kubernetes", 1)], horizon_s=2 * shared[0])
+    progress_clock(halfway.slot(0))  # as a worker's engine writes it
+    try:
+        check_signals(shared[0])
+    finally:
+        progress_clock(None)
+    assert halfway.by_model()["kubernetes"].fraction == 0.5

@@ -7,15 +7,21 @@ comes from ``rich.text.Text`` parts, never from markup in a string.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, TypeVar
+from typing import TYPE_CHECKING, Annotated, TypeVar
 
 import typer
 from rich.console import Console
 from rich.text import Text
+
+if TYPE_CHECKING:
+    from rich.progress import TaskID
+
+    from gpuplan.progress import Clocks
 
 T = TypeVar("T")
 
@@ -99,6 +105,49 @@ def steps(first: str, hidden: bool) -> Iterator[Callable[[str], None]]:
         yield lambda what: progress.update(task, advance=1, description=f"{what} done")
 
 
+@contextmanager
+def model_steps(first: str, hidden: bool) -> Iterator[tuple[Callable[[str], None], Callable[[Clocks], None]]]:
+    """``steps`` for models run on several seeds: yields ``done(what)`` and ``watch(clocks)``. On a
+    terminal, once watched, a bar per model with its runs' simulated time against the horizon (a
+    thread reads their clocks five times a second: ``gpuplan.progress``); elsewhere one line per run."""
+    from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
+
+    if hidden or not err.is_terminal:
+        with steps(first, hidden) as done:
+            yield done, lambda clocks: None
+        return
+    stop = threading.Event()
+    columns = (TextColumn("{task.description}"), BarColumn(), TaskProgressColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=err, transient=True) as progress:
+        overall = progress.add_task(first, total=None)
+        bars: dict[str, TaskID] = {}
+
+        def refresh(clocks: Clocks) -> None:
+            for model, figures in clocks.by_model().items():
+                if model not in bars:
+                    bars[model] = progress.add_task(model, total=1.0)
+                progress.update(
+                    bars[model],
+                    completed=figures.fraction,
+                    description=f"  {model}: {figures.finished} of {figures.runs} seed(s) done; simulated",
+                )
+
+        def watch(clocks: Clocks) -> None:
+            refresh(clocks)
+
+            def loop() -> None:
+                while not stop.wait(PROGRESS_PERIOD_S):
+                    refresh(clocks)
+
+            threading.Thread(target=loop, daemon=True, name="gpuplan-progress").start()
+
+        try:
+            yield lambda what: progress.update(overall, advance=1, description=f"{what} done"), watch
+        finally:
+            stop.set()
+
+
+PROGRESS_PERIOD_S = 0.2
 INTERRUPTED = 130  # 128 + SIGINT, as shells report a command ended by Ctrl-C
 
 

@@ -17,7 +17,7 @@ from gpuplan.cli.common import (
     SeedsOption,
     call,
     console,
-    steps,
+    model_steps,
     warn,
 )
 
@@ -46,8 +46,8 @@ def compare(
     from gpuplan.compare import compare as run_compare
 
     request = CompareRequest(scenario, tuple(model) if model else None, out, processes, seeds=seeds)
-    with steps("simulating the models", quiet or json_output) as done:
-        result = call(lambda: run_compare(request, done))
+    with model_steps("simulating the models", quiet or json_output) as (done, watch):
+        result = call(lambda: run_compare(request, done, watch))
     warn(result.warnings, quiet)
     if json_output:
         sys.stdout.write(json.dumps(result.summary["models"], indent=2) + "\n")
@@ -70,7 +70,7 @@ def seeds_line(summary: dict[str, Any]) -> str:
         )
     return (
         f"figures: the median over {len(seeds)} seeds ({', '.join(map(str, seeds))}), "
-        "the range over them in brackets where they differ"
+        "the range over them in parentheses where they differ"
     )
 
 
@@ -115,7 +115,7 @@ def _with_range(path: str, shown: Any) -> Any:
 
 def side_by_side(models: dict[str, dict[str, Any]], refused: dict[str, str] | None = None) -> Table:
     """The figures an architecture review compares, one column per model (a refused model's column
-    says so); over several seeds each figure is the median, its range in brackets."""
+    says so); over several seeds each figure is the median, its range in parentheses."""
     from rich.table import Table
 
     names = list(models)

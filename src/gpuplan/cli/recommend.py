@@ -15,7 +15,7 @@ from gpuplan.cli.common import (
     SeedsOption,
     call,
     console,
-    steps,
+    model_steps,
     styled,
     warn,
 )
@@ -43,8 +43,8 @@ def recommend(
     from gpuplan.recommend import recommend as run_recommend
 
     request = RecommendRequest(scenario, out, processes, seeds)
-    with steps("simulating the models", quiet) as done:
-        result = call(lambda: run_recommend(request, done))
+    with model_steps("simulating the models", quiet) as (done, watch):
+        result = call(lambda: run_recommend(request, done, watch))
     warn(result.warnings, quiet)
     rec = result.recommendation
     if not quiet:

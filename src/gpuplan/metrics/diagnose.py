@@ -322,6 +322,15 @@ def _queue_never_drains(summary: Mapping[str, Any], horizon_s: float | None) -> 
     }
 
 
+def _shared_nodes(summary: Mapping[str, Any]) -> bool:
+    """Whether some pool's nodes hold more than one GPU: only there can pods of a few GPUs spread
+    over nodes (on nodes of one GPU a pod takes a node whatever the scoring)."""
+    pools = _get(summary, "cluster", "pools")
+    return not isinstance(pools, Mapping) or any(
+        _number(_get(pool, "gpus_per_node")) > 1 for pool in pools.values() if isinstance(pool, Mapping)
+    )
+
+
 def diagnose(model: str, summary: Mapping[str, Any], horizon_s: float | None) -> list[dict[str, Any]]:
     """The pathologies one model's summary shows, most structural first (each a ``Diagnosis``):
 
@@ -338,7 +347,7 @@ def diagnose(model: str, summary: Mapping[str, Any], horizon_s: float | None) ->
     found = [
         _gang_deadlock(figures, settings, where),
         _quota_exceeds_capacity(figures, where),
-        _fragmentation(figures, settings, submitted, where),
+        _fragmentation(figures, settings, submitted, where) if _shared_nodes(summary) else None,
         _starved_side(summary) if model == "hybrid" else None,
         _queue_never_drains(summary, horizon_s),
     ]

@@ -333,7 +333,7 @@ def work_sentence(inputs: ReportInputs) -> str | None:
 
 
 def replications_sentence(summary: Mapping[str, Any]) -> str | None:
-    """What the figures are: medians over the seeds (with their ranges in brackets), or one run."""
+    """What the figures are: medians over the seeds (with their ranges), or one run."""
     replications = summary.get("replications")
     if not isinstance(replications, Mapping):
         return None
@@ -341,7 +341,7 @@ def replications_sentence(summary: Mapping[str, Any]) -> str | None:
     if len(seeds) > 1:
         return (
             f"Every figure is the median over {len(seeds)} draws of the scenario's workload (seeds "
-            f"{', '.join(seeds)}), with its range over them in brackets, as (low to high); a target "
+            f"{', '.join(seeds)}), with its range over them as (low to high); a target "
             "is met only when it is met in every seed. The job, timeline and event files hold seed "
             f"{seeds[0]}, the scenario's own."
         )

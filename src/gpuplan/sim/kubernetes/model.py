@@ -522,10 +522,10 @@ class KubernetesRun:
         while events or arrived < len(arrivals):
             # Ctrl-C: compiled (mypyc), the loop never lets Python look, and an instant of a deep
             # queue can take milliseconds (a pass over every pending pod)
-            check_signals()
             now = events[0][0] if events else math.inf
             if arrived < len(arrivals) and submit_s[arrivals[arrived]] <= now:
                 now = submit_s[arrivals[arrived]]
+            check_signals(now)  # (and the progress clock: the instant it is at)
             self._advance(now)
             # the instant's events in kind order: those before SUBMIT, the jobs created, the rest
             while events and events[0][0] == now and events[0][1] < SUBMIT:

@@ -8,6 +8,8 @@
 
 #include "engine.h"
 
+double *gp_progress_clock = NULL;
+
 /* ---- memory ---------------------------------------------------------------------------- */
 
 /* PyMem_Raw* is safe without the GIL and is seen by tracemalloc, so benchmarks count it. */
@@ -719,6 +721,7 @@ int64_t gp_run(Sim *sim, double *tl_time, int64_t *tl_busy_gpus, int32_t *tl_que
         /* Ctrl-C and SIGTERM reach Python only between bytecodes: look every few thousand
          * instants, so a long run stops within a fraction of a second (KeyboardInterrupt) */
         if ((++instants & GP_SIGNAL_CHECK_MASK) == 0) {
+            if (gp_progress_clock) *gp_progress_clock = now;
             PyGILState_STATE gil = PyGILState_Ensure();
             int signalled = PyErr_CheckSignals();
             PyGILState_Release(gil);

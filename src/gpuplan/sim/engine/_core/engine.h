@@ -408,6 +408,10 @@ void gp_job_leaves_early(Sim *sim, int32_t job, double leave);
  */
 /* gp_run looks for pending signals (Ctrl-C) every GP_SIGNAL_CHECK_MASK + 1 instants */
 #define GP_SIGNAL_CHECK_MASK 4095
+/* Where gp_run writes the simulated time when it looks for signals (NULL: nowhere): a float64 the
+ * command shows as progress, in memory shared with the process that started the run
+ * (_batchcore.progress_clock sets it). */
+extern double *gp_progress_clock;
 int64_t gp_run(Sim *sim, double *tl_time, int64_t *tl_busy_gpus, int32_t *tl_queued, int64_t tl_capacity);
 
 /* For passes: queue slots in order are gp_queue_first(sim) .. sim->q_count - 1; slot s holds

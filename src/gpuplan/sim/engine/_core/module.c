@@ -373,16 +373,55 @@ static PyObject *checkpointed(PyObject *self, PyObject *args) {
 }
 
 PyDoc_STRVAR(check_signals_doc,
-             "check_signals() -> None\n"
+             "check_signals(now=None, /) -> None\n"
              "--\n\n"
              "Run the handlers of signals received (Ctrl-C raises KeyboardInterrupt): compiled code\n"
              "(the Kubernetes model, built by mypyc) never passes between bytecodes, where Python\n"
-             "runs them, so its event loop calls this every instant.");
+             "runs them, so its event loop calls this every instant, with its simulated time `now`\n"
+             "(written to the progress clock, when one is set).");
 
-static PyObject *check_signals(PyObject *self, PyObject *unused) {
+static PyObject *check_signals(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     (void)self;
-    (void)unused;
+    if (nargs > 1) {
+        PyErr_SetString(PyExc_TypeError, "check_signals takes at most one argument");
+        return NULL;
+    }
+    if (nargs == 1 && gp_progress_clock) {
+        double now = PyFloat_AsDouble(args[0]);
+        if (now == -1.0 && PyErr_Occurred()) return NULL;
+        *gp_progress_clock = now;
+    }
     if (PyErr_CheckSignals() < 0) return NULL;
+    Py_RETURN_NONE;
+}
+
+/* the buffer gp_progress_clock points into, held while it does */
+static Py_buffer progress_buffer;
+static int progress_held = 0;
+
+PyDoc_STRVAR(progress_clock_doc,
+             "progress_clock(clock, /) -> None\n"
+             "--\n\n"
+             "Where the engine writes its simulated time as it runs (every few thousand instants, and\n"
+             "at each check_signals(now)): a writable buffer of one float64, such as a slot of a\n"
+             "multiprocessing RawArray the command that started the run reads; None: nowhere.");
+
+static PyObject *progress_clock(PyObject *self, PyObject *clock) {
+    (void)self;
+    if (progress_held) {
+        gp_progress_clock = NULL;
+        PyBuffer_Release(&progress_buffer);
+        progress_held = 0;
+    }
+    if (clock == Py_None) Py_RETURN_NONE;
+    if (PyObject_GetBuffer(clock, &progress_buffer, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0) return NULL;
+    if (progress_buffer.len != (Py_ssize_t)sizeof(double)) {
+        PyBuffer_Release(&progress_buffer);
+        PyErr_SetString(PyExc_ValueError, "progress_clock: a writable buffer of one float64");
+        return NULL;
+    }
+    progress_held = 1;
+    gp_progress_clock = (double *)progress_buffer.buf;
     Py_RETURN_NONE;
 }
 
@@ -427,7 +466,8 @@ static PyObject *fair_tree(PyObject *self, PyObject *args) {
 
 static PyMethodDef methods[] = {
     {"fair_tree", fair_tree, METH_VARARGS, fair_tree_doc},
-    {"check_signals", check_signals, METH_NOARGS, check_signals_doc},
+    {"check_signals", (PyCFunction)(void (*)(void))check_signals, METH_FASTCALL, check_signals_doc},
+    {"progress_clock", progress_clock, METH_O, progress_clock_doc},
     {"simulate", (PyCFunction)(void (*)(void))simulate, METH_VARARGS | METH_KEYWORDS, simulate_doc},
     {"hostlists", hostlists, METH_VARARGS, hostlists_doc},
     {"checkpointed", checkpointed, METH_VARARGS, checkpointed_doc},
