@@ -226,13 +226,14 @@ def _search_split(
     on_done: Callable[[str], None] | None,
 ) -> dict[str, Any] | None:
     """A hybrid split sized by simulation, not rounded: where the scenario leaves a pool's split to
-    gpuplan and the proposed one misses a target in some seed, the other candidate splits
-    (``sim.hybrid.model.candidate_splits``) run on the same seeds and the one missing the fewest
-    (target, seed) pairs replaces it (the proposal first on a tie, then the order of the
-    candidates). ``results`` then holds the chosen split's runs; returns what was judged (None when
-    nothing was searched)."""
+    gpuplan and the proposed one misses a target in some seed, other splits run on the same seeds
+    and the one missing the fewest (target, seed) pairs replaces it (on a tie, the one tried first).
+    The splits tried: the proposal's neighbours (``sim.hybrid.model.candidate_splits``); while
+    every one still misses, splits spread over the whole feasible range (``spread_splits``), then
+    the neighbours of the best of those. ``results`` then holds the chosen split's runs; returns
+    what was judged (None when nothing was searched)."""
     from gpuplan.advisor.scoring import target_misses
-    from gpuplan.sim.hybrid.model import candidate_splits
+    from gpuplan.sim.hybrid.model import candidate_splits, spread_splits
 
     assert loaded.scenario is not None
     first = results["hybrid", seeds[0]].summary
@@ -258,33 +259,45 @@ def _search_split(
     if missed[0] == 0:
         return None
     setup = MODELS.get("hybrid").setup(loaded)
-    candidates = candidate_splits(loaded.workload, setup.pools, setup.settings)
-    trials: dict[tuple[int, int], _ModelResult] = {}
-    calls = [
-        (loaded, read_s, "hybrid", seed, seed == seeds[0], split)
-        for split in candidates[1:]
-        for seed in seeds
-    ]
+    tried = candidate_splits(loaded.workload, setup.pools, setup.settings)[:1]  # the proposal
+    trials: dict[tuple[int, int], _ModelResult] = {(0, seed): run for seed, run in proposal.items()}
 
-    def finished(result: _ModelResult) -> None:
-        k = candidates.index(result.split or {})
-        trials[k, result.seed] = result
-        if on_done:
-            on_done(f"hybrid split {k + 1} of {len(candidates)}, seed {result.seed}")
+    def judge(splits: list[dict[str, int]]) -> None:
+        """Run the splits not yet tried on every seed, and count their misses."""
+        fresh = [split for split in splits if split not in tried]
+        first_new = len(tried)
+        tried.extend(fresh)
 
-    run_all(_run_model, calls, processes, finished)
-    missed += [misses({seed: trials[k, seed] for seed in seeds}) for k in range(1, len(candidates))]
-    best = min(range(len(candidates)), key=lambda k: (missed[k], k))
-    if best:
+        def finished(result: _ModelResult) -> None:
+            k = tried.index(result.split or {})
+            trials[k, result.seed] = result
+            if on_done:
+                nodes = ", ".join(f"{pool} {n}" for pool, n in (result.split or {}).items())
+                on_done(f"hybrid split {k + 1} (Slurm nodes: {nodes}), seed {result.seed}")
+
+        calls = [
+            (loaded, read_s, "hybrid", seed, seed == seeds[0], split) for split in fresh for seed in seeds
+        ]
+        run_all(_run_model, calls, processes, finished)
+        missed.extend(misses({seed: trials[k, seed] for seed in seeds}) for k in range(first_new, len(tried)))
+
+    def best() -> int:
+        return min(range(len(tried)), key=lambda k: (missed[k], k))
+
+    judge(candidate_splits(loaded.workload, setup.pools, setup.settings))
+    if missed[best()] > 0:
+        judge(spread_splits(loaded.workload, setup.pools, setup.settings))
+        if missed[best()] > 0 and best() > 0:
+            judge(candidate_splits(loaded.workload, setup.pools, setup.settings, 3, around=tried[best()]))
+    chosen = best()
+    if chosen:
         for seed in seeds:
-            results["hybrid", seed] = trials[best, seed]
+            results["hybrid", seed] = trials[chosen, seed]
     return {
-        "chosen": candidates[best],
-        "candidates": [
-            {"split": split, "target_misses": n} for split, n in zip(candidates, missed, strict=True)
-        ],
+        "chosen": tried[chosen],
+        "candidates": [{"split": split, "target_misses": n} for split, n in zip(tried, missed, strict=True)],
         "judged_on_seeds": seeds,
-        "why": "the proposed split missed a target in some seed: the candidate missing the fewest "
+        "why": "the proposed split missed a target in some seed: the split missing the fewest "
         "(target, seed) pairs is run",
     }
 

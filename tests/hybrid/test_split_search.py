@@ -68,3 +68,54 @@ def test_a_split_the_user_wrote_is_never_searched(tmp_path: Path) -> None:
     result = compare(CompareRequest(path, ("hybrid",), tmp_path / "out", 2, seeds=2))
     hybrid = result.summary["models"]["hybrid"]
     assert "split_search" not in hybrid and hybrid["settings"]["split"]["h100"]["slurm"] == 3
+
+
+# Steady one-node training on Slurm, pipelines on Kubernetes with a 6-hour burst at 12 times their
+# rate: the proposal follows the GPU-hours (Slurm 23 of 28 nodes), and so do its neighbours; the
+# burst needs about 10 Kubernetes nodes, which only the search over the whole range finds.
+BURST = """\
+name: wide-search
+seed: 5
+horizon: 3d
+cluster:
+  pools:
+    - {name: h100, gpus_per_node: 8, nodes: 28}
+teams:
+  - {name: research}
+  - {name: mlops}
+workloads:
+  - name: training
+    kind: batch
+    team: research
+    arrival: {rate: 120/day}
+    size: {"1x8": 100}
+    duration: {median: 2h, sigma: 0.2}
+    time_limit: {over_request: 3, sigma: 0}
+  - name: pipelines
+    kind: pipeline
+    team: mlops
+    arrival:
+      rate: 20/day
+      bursts: [{start: 1d, duration: 6h, factor: 12}]
+    size: {"1x8": 100}
+    duration: {median: 1h, sigma: 0.2}
+    time_limit: {over_request: 3, sigma: 0}
+targets:
+  p95_wait: 30m
+"""
+
+
+def test_a_split_far_from_the_proposal_is_found_when_its_neighbours_all_miss(tmp_path: Path) -> None:
+    path = tmp_path / "wide-search.yaml"
+    path.write_text(BURST)
+    result = compare(CompareRequest(path, ("hybrid",), tmp_path / "out", 2, seeds=3))
+    search = result.summary["models"]["hybrid"]["split_search"]
+    proposal = search["candidates"][0]["split"]["h100"]
+    neighbours = [c for c in search["candidates"][1:] if abs(c["split"]["h100"] - proposal) <= 2]
+    assert len(neighbours) == 4 and all(c["target_misses"] > 0 for c in neighbours)
+    chosen = search["chosen"]["h100"]
+    assert abs(chosen - proposal) > 2
+    assert next(c for c in search["candidates"] if c["split"] == search["chosen"])["target_misses"] == 0
+    for seed in result.summary["per_seed"].values():
+        assert seed["hybrid"]["settings"]["split"]["h100"]["slurm"] == chosen
+        assert seed["hybrid"]["wait_s"]["p95"] <= 30 * 60

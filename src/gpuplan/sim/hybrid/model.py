@@ -359,13 +359,17 @@ def _routing(workload: Workload, pools: list[Pool], settings: HybridModelSetting
 
 
 def candidate_splits(
-    workload: Workload, pools: list[Pool], settings: HybridModelSettings, limit: int = 5
+    workload: Workload,
+    pools: list[Pool],
+    settings: HybridModelSettings,
+    limit: int = 5,
+    around: dict[str, int] | None = None,
 ) -> list[dict[str, int]]:
     """A few plausible splits (Slurm nodes per pool, as ``models.hybrid.split``), best guess first: the
-    proposal, then Kubernetes given 1 more, 1 fewer, 2 more and 2 fewer nodes of every pool both
-    sides use (each pool's part kept feasible: every side holds its largest routed job; a pool the
-    scenario splits keeps its split), duplicates dropped, at most ``limit``. A search judges them
-    by simulation and runs the one it picks with ``with_split``:
+    proposal (or the split ``around``), then Kubernetes given 1 more, 1 fewer, 2 more and 2 fewer
+    nodes of every pool both sides use (each pool's part kept feasible: every side holds its largest
+    routed job; a pool the scenario splits keeps its split), duplicates dropped, at most ``limit``.
+    A search judges them by simulation and runs the one it picks with ``with_split``:
 
         setup = MODELS.get("hybrid").setup(loaded)
         splits = candidate_splits(loaded.workload, setup.pools, setup.settings)
@@ -383,13 +387,43 @@ def candidate_splits(
             if plan.pool in given:
                 split[plan.pool] = given[plan.pool]
                 continue
-            kubernetes = plan.kubernetes
-            if delta and plan.contested and plan.feasible:
-                kubernetes = min(plan.feasible, key=lambda k: (abs(k - plan.kubernetes - delta), -k))
+            centre = (
+                plan.kubernetes
+                if around is None or plan.pool not in around
+                else plan.nodes - around[plan.pool]
+            )
+            kubernetes = centre
+            if plan.contested and plan.feasible and (delta or centre not in plan.feasible):
+                kubernetes = min(plan.feasible, key=lambda k: (abs(k - centre - delta), -k))
             split[plan.pool] = plan.nodes - kubernetes
         if split not in candidates:
             candidates.append(split)
     return candidates[: max(limit, 1)]
+
+
+def spread_splits(
+    workload: Workload, pools: list[Pool], settings: HybridModelSettings, count: int = 4
+) -> list[dict[str, int]]:
+    """Splits spread over the whole feasible range, for a search whose neighbourhood of the proposal
+    (``candidate_splits``) holds none that meets the targets: each pool both sides use gets its
+    Kubernetes part at the same quantile of its feasible parts, at 1/(count + 1), 2/(count + 1), ...;
+    other pools keep the proposal (or the scenario's split). Duplicates dropped."""
+    plans = _routing(workload, pools, settings).plans
+    given = settings.hybrid.split
+    splits: list[dict[str, int]] = []
+    for k in range(1, count + 1):
+        split = {}
+        for plan in plans:
+            if plan.pool in given:
+                split[plan.pool] = given[plan.pool]
+                continue
+            kubernetes = plan.kubernetes
+            if plan.contested and plan.feasible:
+                kubernetes = plan.feasible[round(k / (count + 1) * (len(plan.feasible) - 1))]
+            split[plan.pool] = plan.nodes - kubernetes
+        if split not in splits:
+            splits.append(split)
+    return splits
 
 
 def _largest_jobs(
