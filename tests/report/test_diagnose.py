@@ -190,7 +190,7 @@ def test_a_starved_hybrid_side_is_named(tmp_path: Path) -> None:
     sides = summary["sides"]
     assert sides["kubernetes"]["jobs"] == 24 and sides["slurm"]["jobs"] == 4
     starved = named("hybrid", summary)["starved_side"]
-    assert starved["title"] == "Hybrid: the kubernetes side is starved"
+    assert starved["title"] == "The Kubernetes side is starved"
     assert starved["unit"] == "s (p95 wait)" and starved["figure"] == sides["kubernetes"]["wait_p95_s"]
     assert "slurm left" in starved["detail"] and "idle" in starved["detail"]
     assert "models.hybrid.split" in starved["fix"] and "kubernetes_borrows" in starved["fix"]

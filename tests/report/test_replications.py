@@ -7,11 +7,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from tests.builders import gpuplan
 
 from gpuplan.advisor import advise
 from gpuplan.compare import CompareRequest, compare
 from gpuplan.metrics.replications import fold, replication_seeds
+
+from builders import gpuplan
 
 SMALL = """\
 name: {name}

@@ -262,7 +262,7 @@ def _starved_side(summary: Mapping[str, Any]) -> Diagnosis | None:
                 undone if unit == "GPU-hours not done" else 0.0,
                 {
                     "id": "starved_side",
-                    "title": f"Hybrid: the {side} side is starved",
+                    "title": f"The {side.capitalize()} side is starved",
                     "figure": figure,
                     "unit": unit,
                     "detail": f"The split starves one side: {what}.",

@@ -720,19 +720,28 @@ def work_section(inputs: ReportInputs) -> Section:
 
 def targets_section(inputs: ReportInputs) -> Section:
     section = Section("targets", "Targets (hard constraints)")
+    seeds = len(inputs.recommendation.seeds)
     rows = [
         [
             m.model,
             c.title,
             f"{c.must_be.replace('_', ' ')} {_v(c.required, c.unit)}",
             _v(c.actual, c.unit),
-            c.status,
+            c.status + (f" ({c.note})" if c.note else ""),
         ]
+        + ([_v(c.worst, c.unit), f"{c.seeds_met} of {c.seeds}"] if seeds else [])
         for m in inputs.recommendation.models
         for c in m.targets
     ]
     if rows:
-        section.table(Table(["model", "target", "required", "actual", "status"], rows))
+        columns = ["model", "target", "required", "actual", "status"]
+        if seeds:
+            section.paragraph(
+                f"Over {seeds} seeds: the actual figure is the median, and a target is met only when it is "
+                "met in every seed (the worst seed's figure beside it)."
+            )
+            columns = ["model", "target", "required", "actual (median)", "status", "worst seed", "seeds met"]
+        section.table(Table(columns, rows))
     else:
         section.paragraph("The scenario sets no targets (or it could not be read).")
     return section
