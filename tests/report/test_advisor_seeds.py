@@ -3,9 +3,13 @@ than their spread, targets met only when met in every seed, work not done compar
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from gpuplan.advisor import advise
+from gpuplan.advisor.evidence import gather
+from gpuplan.advisor.recommendation import Recommendation
+from gpuplan.advisor.scoring import recommend
 from gpuplan.metrics.replications import fold
 
 
@@ -25,6 +29,11 @@ def outcome(p95: float, *, undone: float = 0.0, asked: float = 10_000.0) -> dict
             "by_workload": {},
         },
     }
+
+
+def with_targets(summary: dict[str, Any], **targets: float) -> Recommendation:
+    """The recommendation for ``summary`` under the scenario targets ``targets``."""
+    return recommend(replace(gather(summary), targets=targets))
 
 
 def replicated(per_seed: dict[str, dict[str, dict[str, Any]]]) -> dict[str, Any]:
@@ -83,12 +92,7 @@ def test_a_target_is_met_only_when_met_in_every_seed() -> None:
     }
     summary = replicated(per_seed)
     assert summary["models"]["slurm"]["wait_s"]["p95"] == 3100.0  # the median meets a 1 h target
-    from gpuplan.advisor.evidence import gather
-    from gpuplan.advisor.scoring import recommend
-
-    evidence = gather(summary)
-    evidence = type(evidence)(**{**evidence.__dict__, "targets": {"p95_wait": 3600.0}})
-    rec = recommend(evidence)
+    rec = with_targets(summary, p95_wait=3600.0)
     slurm = next(m for m in rec.models if m.model == "slurm")
     (check,) = [c for c in slurm.targets if c.target == "p95_wait"]
     assert check.status == "missed" and check.seeds == 3 and check.seeds_met == 2 and check.worst == 9000.0
@@ -105,12 +109,7 @@ def test_a_model_leaving_material_work_undone_shows_no_target_as_met() -> None:
         "input": {},
         "models": {"slurm": outcome(60.0, undone=3000.0), "kubernetes": outcome(60.0, undone=2950.0)},
     }
-    from gpuplan.advisor.evidence import gather
-    from gpuplan.advisor.scoring import recommend
-
-    evidence = gather(summary)
-    evidence = type(evidence)(**{**evidence.__dict__, "targets": {"p95_wait": 3600.0}})
-    rec = recommend(evidence)
+    rec = with_targets(summary, p95_wait=3600.0)
     for model in rec.models:
         (check,) = [c for c in model.targets if c.target == "p95_wait"]
         assert check.status == "missed" and "% of the jobs' GPU-hours were not done" in check.note
