@@ -37,6 +37,8 @@ from typing import Any
 import pyarrow as pa
 
 from gpuplan import __version__
+from gpuplan.cost.book import PriceBook, price_book
+from gpuplan.cost.costs import apply_costs
 from gpuplan.errors import GpuplanError, InputError, Interrupted
 from gpuplan.inputs import Input, draws_at_random, is_scenario, load_input, with_seed
 from gpuplan.metrics.diagnose import diagnose, diagnosis_sentence, over_seeds
@@ -161,6 +163,7 @@ def compare(
     for name in names:
         MODELS.get(name).load()  # before the workers are forked, so that none imports it again
     seeds, once = seeds_of(loaded, request.seeds)
+    book = price_book(loaded.scenario)
     horizon_s = float(loaded.scenario.scenario.horizon)
     runs = [(name, seed) for seed in seeds for name in names]
     clocks = Clocks(runs, horizon_s)
@@ -184,19 +187,19 @@ def compare(
     try:
         run_all(_run_model, calls, processes, finished)
         if "hybrid" in names:
-            search = _search_split(loaded, read_s, results, names, seeds, processes, on_done)
+            search = _search_split(loaded, read_s, results, names, seeds, processes, on_done, book)
     except KeyboardInterrupt:  # (during the split search: the proposal's runs stand)
         done = [name for name in names if all((name, seed) in results for seed in seeds)]
         missing = [name for name in names if name not in done]
         if not done:
             raise Interrupted("interrupted before any model finished: nothing was written") from None
         partial = {"missing_models": missing, "why": "interrupted"}
-        _write(request.out, loaded, _gather(results, done, seeds, horizon_s, once), run, partial)
+        _write(request.out, loaded, _gather(results, done, seeds, horizon_s, once, book), run, partial)
         raise Interrupted(
             f"interrupted: wrote {', '.join(done)} to {request.out} as a partial result "
             f"(not run: {', '.join(missing)})"
         ) from None
-    gathered = _gather(results, names, seeds, horizon_s, once)
+    gathered = _gather(results, names, seeds, horizon_s, once, book)
     if search is not None:
         for body in [gathered.models["hybrid"], *(m["hybrid"] for m in gathered.per_seed.values())]:
             body["split_search"] = search
@@ -224,6 +227,7 @@ def _search_split(
     seeds: list[int],
     processes: int,
     on_done: Callable[[str], None] | None,
+    book: PriceBook,
 ) -> dict[str, Any] | None:
     """A hybrid split sized by simulation, not rounded: where the scenario leaves a pool's split to
     gpuplan and the proposed one misses a target in some seed, other splits run on the same seeds
@@ -249,9 +253,8 @@ def _search_split(
             if result.summary is None:
                 return len(targets) * len(seeds) + 1  # refused: worse than any miss
             ends = [s["last_end_s"] for n in names if (s := results[n, seed].summary) is not None]
-            remeasure(
-                result.summary, 0.0, max([float(scenario.horizon), result.summary["last_end_s"], *ends])
-            )
+            end_s = max([float(scenario.horizon), result.summary["last_end_s"], *ends])
+            apply_costs(remeasure(result.summary, 0.0, end_s), book)
         return sum(target_misses(r.summary, targets) for r in runs.values() if r.summary is not None)
 
     proposal = {seed: results["hybrid", seed] for seed in seeds}
@@ -319,6 +322,7 @@ def _gather(
     seeds: list[int],
     horizon_s: float,
     once: str | None,
+    book: PriceBook,
 ) -> _Gathered:
     """Refusals apart, each seed's summaries over one window, then folded over the seeds."""
     refused: dict[str, str] = {}
@@ -335,7 +339,11 @@ def _gather(
         # one window for every model of the seed: from t = 0 to the horizon or the last end in any
         end_s = max([horizon_s, *(s["last_end_s"] for s in summaries.values() if s is not None)])
         windows.append(end_s)
-        per_seed[seed] = {name: remeasure(s, 0.0, end_s) for name, s in summaries.items() if s is not None}
+        per_seed[seed] = {
+            name: apply_costs(remeasure(s, 0.0, end_s), book)
+            for name, s in summaries.items()
+            if s is not None
+        }
         for name, s in per_seed[seed].items():
             s["diagnoses"] = diagnose(name, s, horizon_s)
     models = {name: fold([per_seed[seed][name] for seed in seeds], seeds) for name in ran}

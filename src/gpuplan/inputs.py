@@ -142,7 +142,6 @@ def scenario_pools(loaded: LoadedScenario) -> list[Pool]:
             pool.nodes,
             pool.gpus_per_node,
             node_prefix=pool.name,
-            price_per_gpu_hour=pool.price_per_gpu_hour,
             cpu_milli=pool.cpus_per_node * 1000 if pool.cpus_per_node else UNKNOWN,
             memory_mib=int(pool.memory_gb * MIB_PER_GB) if pool.memory_gb else UNKNOWN,
         )

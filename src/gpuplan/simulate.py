@@ -10,6 +10,8 @@ from typing import Any
 import numpy as np
 
 from gpuplan import __version__
+from gpuplan.cost.book import price_book
+from gpuplan.cost.costs import apply_costs
 from gpuplan.inputs import Input, InputOptions, load_input
 from gpuplan.metrics.diagnose import diagnose, diagnosis_sentence
 from gpuplan.metrics.summary import remeasure, summarize, work_by_workload
@@ -112,6 +114,7 @@ def simulate(request: SimulateRequest) -> SimulateResult:
     horizon_s = float(loaded.scenario.scenario.horizon) if loaded.scenario is not None else None
     if horizon_s is not None:  # the window compare measures a scenario over (compare.py)
         remeasure(model_summary, 0.0, max(horizon_s, model_summary["last_end_s"]))
+    apply_costs(model_summary, price_book(loaded.scenario) if loaded.scenario is not None else None)
     model_summary["diagnoses"] = diagnose(run.model, model_summary, horizon_s)
     manifest.start(request.out, keep=RESULT_FILES)
     files = write_tables(request.out, [run_tables(run)])

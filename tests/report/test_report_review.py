@@ -323,15 +323,16 @@ def test_every_models_cost_rows_add_up_to_its_summary_cost(priced: Path) -> None
         rows = [line.split(" | ") for line in cost.splitlines() if line.startswith(f"| {model} | ")]
         pools = [r for r in rows if not r[1].startswith("total")]
         assert {r[1] for r in pools} == set(body["cluster"]["pools"]), model
-        assert all(r[3] != "-" and r[5].rstrip(" |") != "-" for r in pools), (model, pools)
-        parts = sum(_dollars(r[5].rstrip(" |")) for r in rows if not r[1].startswith("total"))
+        # model, pool, GPUs, pricing, USD per GPU-hour, GPU-hours available, cost, idle cost, peak use
+        assert all(r[3] == "on demand" and r[4] != "-" and r[6] != "-" for r in pools), (model, pools)
+        parts = sum(_dollars(r[6]) for r in rows if not r[1].startswith("total"))
         # medians over the seeds: within the spread of the total; each seed's parts add up exactly
         low, high = (body["replications"]["spread"]["cost_usd"][k] for k in ("min", "max"))
         assert low - len(rows) <= parts <= high + len(rows), model  # rounding to the dollar
         for seed in summary["per_seed"].values():
             pools = seed[model]["cluster"]["pools"].values()
             assert sum(p["cost_usd"] for p in pools) == pytest.approx(seed[model]["cost_usd"])
-    assert "| hybrid | gpu/kubernetes | 8 | 2.50 |" in cost
+    assert "| hybrid | gpu/kubernetes | 8 | on demand | 2.50 |" in cost
 
 
 def test_pool_costs_are_the_summarys_per_pool_figures() -> None:

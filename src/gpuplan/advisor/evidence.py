@@ -172,11 +172,10 @@ def workload_figures(
 
 def outcome_figures(model: Mapping[str, Any]) -> dict[str, Any]:
     """A summary.json model object plus the advisor's derived outcomes under ``advisor``."""
-    cost = lookup(model, "cost_usd")
-    begin, end = lookup(model, "window.begin_s"), lookup(model, "window.end_s")
-    # the cost is counted over the measuring window (an older summary: over the makespan)
-    span = end - begin if begin is not None and end is not None else lookup(model, "makespan_s")
-    per_month = cost * MONTH_S / span if cost is not None and span else None
+    per_month = lookup(model, "cost.usd_per_month")  # gpuplan.cost's, over the measuring window
+    if per_month is None:  # a summary of an older gpuplan: its cost over the makespan
+        cost, span = lookup(model, "cost_usd"), lookup(model, "makespan_s")
+        per_month = cost * MONTH_S / span if cost is not None and span else None
     return {**model, "advisor": {"cost_usd_per_month": per_month}}
 
 

@@ -16,6 +16,7 @@ from gpuplan.cli.compare import compare
 from gpuplan.cli.events import events
 from gpuplan.cli.init import init
 from gpuplan.cli.inspect import inspect
+from gpuplan.cli.prices import prices
 from gpuplan.cli.recommend import recommend
 from gpuplan.cli.report import report
 from gpuplan.cli.scenario import schema, validate
@@ -37,6 +38,7 @@ app.command()(schema)
 app.command(no_args_is_help=True)(report)
 app.command(no_args_is_help=True)(events)
 app.command()(init)
+app.command()(prices)
 
 
 def _version(value: bool) -> None:

@@ -163,6 +163,8 @@ def side_by_side(models: dict[str, dict[str, Any]], refused: dict[str, str] | No
     row(
         "fairness (Jain, teams)", lambda m: "-" if m["fairness_jain"] is None else f"{m['fairness_jain']:.3f}"
     )
-    row("cost (the pools' prices)", _with_range("cost_usd", "${:,.0f}".format))
+    row("cost in the window", _with_range("cost_usd", "${:,.0f}".format))
+    row("cost per month", _with_range("cost.usd_per_month", "${:,.0f}".format))
+    row("idle cost (capacity up, unused)", _with_range("cost.idle_usd", "${:,.0f}".format))
     row("simulation time", lambda m: f"{m['timing_s']['simulate']:.2f} s")
     return table

@@ -159,7 +159,14 @@ def print_summary(out: Console, summary: dict[str, Any], files: list[Path]) -> N
     for name, service in summary["services"].items():
         table.add_row(f"service {name}: SLO attainment", f"{service['slo_attainment']:.1%}")
     if summary["cost_usd"] is not None:
-        table.add_row("cost (list prices)", f"${summary['cost_usd']:,.0f}")
+        cost = summary["cost"]
+        table.add_row(
+            "cost in the window / per month / idle",
+            " / ".join(
+                "-" if v is None else f"${v:,.0f}"
+                for v in (cost["usd"], cost["usd_per_month"], cost["idle_usd"])
+            ),
+        )
     table.add_row("simulation time", f"{summary['timing_s']['simulate']:.3f} s")
     out.print(table)
     out.print("wrote " + ", ".join(str(f) for f in files), soft_wrap=True)

@@ -37,6 +37,8 @@ HEADLINE = (
     "bounded_slowdown.mean",
     "fairness_jain",
     "cost_usd",
+    "cost.usd_per_month",
+    "cost.idle_usd",
     "work_not_done.jobs",
     "work_not_done.gpu_hours",
     "preemption.events",

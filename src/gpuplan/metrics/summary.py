@@ -11,8 +11,7 @@ Definitions (DESIGN.md "Results"):
   time, plus the GPU-seconds of work lost to preemption, plus the GPUs of service replicas while they
   run; capacity = each pool's GPUs x the window (the GPU-hours an autoscaled pool's nodes were up).
   Idle GPU-hours = capacity - busy.
-- cost = a pool's capacity GPU-hours x its price per GPU-hour, for every pool
-  (``cluster.pools.<name>.cost_usd``) and in all (null if a pool's price is unknown).
+- cost: ``gpuplan.cost`` (a pool's node-hours up in the window x its price, by pricing option).
 - Jain's fairness index over teams of x = GPU-hours / share: (sum x)^2 / (n sum x^2); 1 is even.
 - work not done = the jobs rejected (they can never run on the model's cluster) and those unfinished
   (still queued or running when the run ended), with the GPU-hours they asked for (GPUs x run time),
@@ -155,6 +154,13 @@ def summarize(
     shares = np.array([(team_shares or {}).get(team, 1.0) for team in per_team])
     state_counts = np.bincount(run.state, minlength=len(JOB_STATES))
 
+    # each pool's busy GPU-hours (its jobs', work lost to preemption, its services') and peak GPUs in use
+    job_gpu_s = np.zeros(len(jobs))
+    job_gpu_s[started] = busy_gpu_s
+    job_gpu_s += run.lost_gpu_s
+    service_by_pool: dict[str, float] = {}
+    for service in run.services:
+        service_by_pool[service.pool] = service_by_pool.get(service.pool, 0.0) + service.gpu_hours
     summary = {
         "settings": run.settings,
         "cluster": {
@@ -163,9 +169,12 @@ def summarize(
                     "nodes": p.pool.nodes,
                     "gpus_per_node": p.pool.gpus_per_node,
                     "gpus": p.pool.gpus,
+                    "origin": p.pool.origin or p.pool.name,  # the scenario's pool (a hybrid side's)
                     # autoscaled pools: the GPU-hours their nodes were up (else every GPU, always)
                     "gpu_hours_up": p.gpu_hours_up,
-                    "price_per_gpu_hour": p.pool.price_per_gpu_hour,
+                    "gpu_hours_busy": float(job_gpu_s[p.jobs].sum()) / 3600.0
+                    + service_by_pool.get(p.pool.name, 0.0),
+                    "peak_busy_gpus": int(p.schedule.timeline.busy_gpus.max(initial=0)) + p.service_gpus,
                 }
                 for p in run.pools
             },
@@ -207,23 +216,19 @@ def summarize(
 
 
 def remeasure(summary: dict[str, Any], begin_s: float, end_s: float) -> dict[str, Any]:
-    """Set the figures that depend on the measuring window (``window``, the pools' capacity and
-    cost, ``gpu_utilization``, ``idle_gpu_hours``, ``cost_usd``) for the window [begin_s, end_s];
-    returns ``summary``, changed in place. The busy GPU-hours do not depend on it: a window holds
-    every run it is measured over (from t = 0, or the first submit, to at least the last end)."""
+    """Set the figures that depend on the measuring window (``window``, the pools' capacity,
+    ``gpu_utilization``, ``idle_gpu_hours``) for the window [begin_s, end_s]; returns ``summary``,
+    changed in place. The busy GPU-hours do not depend on it: a window holds every run it is
+    measured over (from t = 0, or the first submit, to at least the last end). Cost, which reads
+    these, is ``gpuplan.cost``'s."""
     span_h = max(end_s - begin_s, 0.0) / 3600.0
     capacity = 0.0
-    cost: float | None = 0.0
     for pool in summary["cluster"]["pools"].values():
         up = pool["gpu_hours_up"]
         pool["gpu_hours_available"] = pool["gpus"] * span_h if up is None else up
-        price = pool["price_per_gpu_hour"]
-        pool["cost_usd"] = None if price is None else pool["gpu_hours_available"] * price
         capacity += pool["gpu_hours_available"]
-        cost = None if cost is None or pool["cost_usd"] is None else cost + pool["cost_usd"]
     busy = summary["gpu_hours"]
     summary["window"] = {"begin_s": begin_s, "end_s": end_s, "gpu_hours": capacity}
     summary["gpu_utilization"] = busy / capacity if capacity > 0 else None
     summary["idle_gpu_hours"] = max(capacity - busy, 0.0)
-    summary["cost_usd"] = cost if summary["cluster"]["pools"] else None
     return summary

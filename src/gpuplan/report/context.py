@@ -10,6 +10,7 @@ renderer's.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib.resources import files
@@ -1001,6 +1002,11 @@ class PoolCost:
     price: float | None
     gpu_hours: float | None  # GPU-hours available
     cost: float | None
+    idle_cost: float | None = None
+    option: str | None = None
+    source: str | None = None
+    peak_share: float | None = None  # peak GPUs in use over the pool's GPUs
+    underused: bool = False
 
 
 def pool_costs(body: Mapping[str, Any]) -> list[PoolCost]:
@@ -1014,6 +1020,11 @@ def pool_costs(body: Mapping[str, Any]) -> list[PoolCost]:
             lookup(spec, "price_per_gpu_hour"),
             lookup(spec, "gpu_hours_available"),
             lookup(spec, "cost_usd"),
+            lookup(spec, "idle_cost_usd"),
+            spec.get("pricing_option") if isinstance(spec.get("pricing_option"), str) else None,
+            spec.get("price_source") if isinstance(spec.get("price_source"), str) else None,
+            lookup(spec, "peak_share"),
+            spec.get("underused") is True,
         )
         for pool, spec in lookup_mapping(body, "cluster", "pools").items()
         if isinstance(spec, Mapping)
@@ -1026,6 +1037,8 @@ def cost_section(inputs: ReportInputs) -> Section:
     by_pool: dict[tuple[str, str], float] = {}
     rows = []
     unpriced: list[str] = []
+    sources: list[str] = []  # where each price comes from
+    flags: list[str] = []  # pools sized well above their load
     for model in models:
         body = inputs.summary["models"][model]
         for c in pool_costs(body):
@@ -1038,19 +1051,34 @@ def cost_section(inputs: ReportInputs) -> Section:
                     model,
                     c.pool,
                     _v(c.gpus, "count"),
+                    c.option.replace("_", " ") if c.option else "-",
                     _v(c.price, "ratio"),
                     _v(c.gpu_hours, "count"),
                     _v(c.cost, "usd"),
+                    _v(c.idle_cost, "usd"),
+                    _v(c.peak_share, "share") + (" (underused)" if c.underused else ""),
                 ]
             )
-        rows.append([model, "total (summary.json cost_usd)", "", "", "", _v(lookup(body, "cost_usd"), "usd")])
+            # the source's title and date (its address is in summary.json: a commit id is no figure)
+            shown = re.sub(r" <[^>]*>", "", c.source) if c.source else None
+            if shown and shown not in sources:
+                sources.append(shown)
+            if c.underused and c.peak_share is not None:
+                flags.append(
+                    f"{model}'s pool {c.pool} never uses more than {_v(c.peak_share, 'share')} of its "
+                    f"{_v(c.gpus, 'count')} GPUs at once (median over the seeds), and its idle cost is "
+                    f"{_v(c.idle_cost, 'usd')}: it is sized well above its load."
+                )
+        per_month = lookup(body, "cost.usd_per_month")
+        total = [model, "total (summary.json cost_usd)", "", "", "", "", _v(lookup(body, "cost_usd"), "usd")]
+        rows.append([*total, _v(lookup(body, "cost.idle_usd"), "usd"), f"{_v(per_month, 'usd')} per month"])
     if by_pool:
         pools = list(dict.fromkeys(pool for _, pool in by_pool))
         caption = f"Pools without a price are left out: {', '.join(unpriced)}." if unpriced else ""
         section.chart(charts.cost(models, pools, by_pool, caption))
     else:
         section.paragraph(
-            "No cost: no pool has a price (OCI list prices are not in the catalogue; set price_per_gpu_hour)."
+            "No cost: no pool has a price (a custom pool has no list price: set its price_per_gpu_hour)."
         )
     if unpriced and by_pool:
         section.paragraph(
@@ -1064,7 +1092,15 @@ def cost_section(inputs: ReportInputs) -> Section:
             "its total exactly (each seed's do, in summary.json per_seed). Every model is counted over "
             "the same measuring window, from the start to the horizon or the last end in any model."
         )
-    section.table(Table(["model", "pool", "GPUs", "USD per GPU-hour", "GPU-hours available", "cost"], rows))
+    section.paragraph(
+        "A pool costs its node-hours up in the measuring window times the node-hour price its pricing "
+        "option pays: every node over the window, or the hours an autoscaled or lent pool's nodes were "
+        "up. Idle cost is the part its busy GPU-hours do not use."
+    )
+    section.bullets(sources, "Where the prices come from")
+    section.bullets(flags, "Pools sized well above their load")
+    columns = ["model", "pool", "GPUs", "pricing", "USD per GPU-hour", "GPU-hours available", "cost"]
+    section.table(Table([*columns, "idle cost", "peak use"], rows))
     return section
 
 
@@ -1243,9 +1279,9 @@ def assumptions_section(inputs: ReportInputs) -> Section:
             "out of them and counted under Work not done.",
             "One measuring window for every model: from the start to the horizon or the last end in any "
             "model, whichever is later; utilisation, idle GPU-hours and cost are counted over it.",
-            "Cost = GPU-hours each pool is available × its price per GPU-hour: every GPU over the "
-            "window, or the hours its nodes were up where they scale or are lent; none when a pool has "
-            "no price.",
+            "Cost = node-hours each pool is up in the window × the node-hour price of its pricing "
+            "option (on demand by default: the catalogue's list price by shape, or the pool's own "
+            "price_per_gpu_hour); none when a pool has no price.",
         ]
     )
     configured = [

@@ -151,6 +151,27 @@ def _resolve_pool(
             problems.append(Problem(located.line_of(loc), field_path(loc), message))
             return None
     gpus_per_node = spec.gpus_per_node or (shape.gpus_per_node if shape else 0)
+    pricing = spec.pricing
+    if pricing.option == "preemptible" and shape is not None and not shape.preemptible_allowed:
+        # Oracle: "Preemptible capacity does not support bare metal instances" (Compute, preemptible.htm)
+        loc = ("cluster", "pools", index, "pricing", "option")
+        message = (
+            f"{spec.shape} is a bare-metal shape, and Oracle's preemptible capacity does not support bare "
+            "metal instances: use on_demand or reserved"
+        )
+        problems.append(Problem(located.line_of(loc), field_path(loc), message))
+        return None
+    if pricing.reserved_nodes is not None and (
+        pricing.option != "reserved" or pricing.reserved_nodes > spec.nodes
+    ):
+        loc = ("cluster", "pools", index, "pricing", "reserved_nodes")
+        why = (
+            "applies to option reserved"
+            if pricing.option != "reserved"
+            else f"more than the pool's {spec.nodes} nodes"
+        )
+        problems.append(Problem(located.line_of(loc), field_path(loc), why))
+        return None
     return ResolvedPool(
         name=spec.name,
         nodes=spec.nodes,

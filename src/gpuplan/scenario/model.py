@@ -54,6 +54,25 @@ UINT32_MAX = 4_294_967_295  # Slurm's priority weights and QOS priority are 32-b
 # ---- cluster -----------------------------------------------------------------------------------
 
 
+class Pricing(Section):
+    """How a pool's nodes are paid for, as Oracle prices them (gpuplan.cost). ``on_demand``: the list
+    price per node-hour up. ``preemptible``: preemptible capacity, offered on VM shapes only (not
+    bare metal) and reclaimable by Oracle (the simulation does not reclaim it). ``reserved``: a
+    capacity reservation of ``reserved_nodes``, billed while reserved: nodes up at the price, the
+    reserved nodes not up at the documented share of it."""
+
+    option: Literal["on_demand", "preemptible", "reserved"] = "on_demand"
+    committed_discount_percent: float = Field(
+        0.0,
+        ge=0,
+        lt=100,
+        description="a committed-use (contract) discount off list, in percent: negotiated, not published",
+    )
+    reserved_nodes: int | None = Field(
+        None, ge=0, le=MAX_NODES, description="nodes the capacity reservation holds (default: all the pool's)"
+    )
+
+
 class PoolSpec(Section):
     """A pool of identical GPU nodes: an OCI shape from the catalogue, or a custom node."""
 
@@ -82,6 +101,7 @@ class PoolSpec(Section):
         le=MAX_PRICE_PER_GPU_HOUR,
         description=f"USD; overrides the catalogue's list price (at most {MAX_PRICE_PER_GPU_HOUR:g})",
     )
+    pricing: Pricing = Pricing()
 
     @model_validator(mode="after")
     def _shape_or_size(self) -> PoolSpec:

@@ -1,14 +1,26 @@
 """The OCI GPU shape catalogue: what one node of each Oracle Cloud GPU shape holds.
 
 The figures (GPUs per node, GPU model and memory, CPU cores, node memory, RDMA cluster-network
-capability, list price per GPU-hour) are data, not code: they live in
+capability, list price per node-hour) are data, not code: they live in
 ``gpuplan/scenario/data/oci_shapes.yaml`` with a source and a date for every figure, and a
 ``null`` wherever no public source we could read states one. The file's header says where the
 figures come from and in which units.
 
-Prices are OCI public list prices (pay-as-you-go) at the dates their sources state, or ``None``
-where no price list figure could be read. A scenario may override the price of any pool, and
-should whenever it knows its negotiated or committed rate.
+Prices are OCI public list prices (pay-as-you-go, on demand) per node-hour at the dates their
+sources state, or ``None`` where no price list figure could be read; ``Shape.price_per_gpu_hour_usd``
+is derived from them. A scenario may override the price of any pool, and should whenever it knows
+its negotiated or committed rate.
+
+How Oracle bills capacity other than on demand is data too (the file's ``pricing`` section), read
+into ``PRICING``, a ``PricingTerms``: the share of the on-demand price a preemptible node-hour costs
+(0.5), whether bare metal may be preemptible (no: ``Shape.preemptible_allowed`` is False for every
+``BM.*`` shape), the share an unused reserved node-hour costs (0.85, from a secondary source:
+``PRICING.is_secondary("capacity_reservation.unused_price_share")``) and the published committed-use
+discount (``None``: Oracle's contract discounts are negotiated)::
+
+    get_shape("BM.GPU.H100.8").price_per_node_hour_usd   # 80.0
+    get_shape("BM.GPU.H100.8").price_per_gpu_hour_usd    # 10.0
+    PRICING.preemptible_share * 80.0                     # 40.0, on a VM shape only
 
 The file is checked when it is loaded: every shape needs at least one GPU, every figure that is
 not null needs a source with a url, a title and a date, and a bad edit raises ``ValueError``
@@ -44,12 +56,24 @@ FIGURES = (
     "network.rdma_cluster_network",
     "network.frontend_gbps",
     "network.rdma_gbps",
-    "price_per_gpu_hour_usd",
+    "price_per_node_hour_usd",
 )
 _SHAPE_KEYS = {figure.split(".")[0] for figure in FIGURES} | {"sources"}
 _NETWORK_KEYS = {figure.split(".", 1)[1] for figure in FIGURES if figure.startswith("network.")}
-_SOURCE_KEYS = {"url", "title", "as_of", "note"}
-_TOP_KEYS = {"references", "shapes"}
+_SOURCE_KEYS = {"url", "title", "as_of", "note", "secondary"}
+_TOP_KEYS = {"references", "pricing", "shapes"}
+
+# Field paths of the pricing terms (the file's `pricing` section, and keys of its `sources`).
+PRICING_FIGURES = (
+    "preemptible.bare_metal",
+    "preemptible.price_share",
+    "capacity_reservation.unused_price_share",
+    "committed_use.discount",
+)
+_PRICING_GROUPS: dict[str, set[str]] = {
+    group: {figure.split(".")[1] for figure in PRICING_FIGURES if figure.startswith(f"{group}.")}
+    for group in dict.fromkeys(figure.split(".")[0] for figure in PRICING_FIGURES)
+}
 
 # Builds the error for a problem at a field path of the shape being parsed.
 _Fail = Callable[[str, str], ValueError]
@@ -57,11 +81,14 @@ _Fail = Callable[[str, str], ValueError]
 
 @dataclass(frozen=True)
 class Shape:
-    """One OCI GPU shape. Units: GB, TB, Gbps, USD per GPU-hour; ``None`` where no source states it.
+    """One OCI GPU shape. Units: GB, TB, Gbps, USD per node-hour; ``None`` where no source states it.
 
     ``cpu_cores`` counts physical cores (on x86 shapes, the OCPU count). ``sources`` maps each
     figure's field path in the catalogue (``"cpu_cores"``, ``"network.rdma_cluster_network"``,
-    ...) to ``"title <url> (as of YYYY-MM-DD)"``.
+    ``"price_per_node_hour_usd"``, ...) to ``"title <url> (as of YYYY-MM-DD)"``, the title starting
+    with ``"(secondary source) "`` when the figure comes only from a third party's copy of Oracle's
+    data. ``preemptible_allowed`` is derived: Oracle offers preemptible capacity on VMs, not on
+    bare metal (``BM.*``), see ``PricingTerms``.
     """
 
     name: str
@@ -71,18 +98,68 @@ class Shape:
     cpu_cores: int | None
     memory_gb: float | None
     rdma_cluster_network: bool
-    price_per_gpu_hour_usd: float | None
+    price_per_node_hour_usd: float | None
     sources: dict[str, str] = field(hash=False, repr=False)
     local_nvme_tb: float | None = None
     frontend_network_gbps: float | None = None
     rdma_network_gbps: float | None = None
+    preemptible_allowed: bool = False
+
+    @property
+    def bare_metal(self) -> bool:
+        """A bare metal shape (``BM.*``), as opposed to a virtual machine (``VM.*``)."""
+        return self.name.startswith("BM.")
+
+    @property
+    def price_per_gpu_hour_usd(self) -> float | None:
+        """The list price per GPU-hour: the node-hour price over the node's GPUs (``None`` if unknown)."""
+        if self.price_per_node_hour_usd is None:
+            return None
+        return self.price_per_node_hour_usd / self.gpus_per_node
+
+
+@dataclass(frozen=True)
+class PricingTerms:
+    """How Oracle bills capacity other than on demand; every share is of the on-demand price.
+
+    ``preemptible_share``: what a preemptible node-hour costs (0.5); ``preemptible_bare_metal``:
+    whether bare metal shapes may be preemptible (False); ``unused_reserved_share``: what a reserved
+    node-hour costs while no instance uses it (0.85); ``committed_use_discount``: a published
+    committed-use discount (``None``: negotiated per contract, none published). ``None`` wherever no
+    source states a figure. ``sources`` maps each field path of the catalogue's ``pricing`` section
+    (``PRICING_FIGURES``) to its source, as ``Shape.sources`` does; ``secondary`` holds the paths
+    whose only source is a third party's copy of Oracle's data.
+    """
+
+    preemptible_bare_metal: bool
+    preemptible_share: float | None
+    unused_reserved_share: float | None
+    committed_use_discount: float | None
+    sources: dict[str, str] = field(hash=False, repr=False)
+    secondary: frozenset[str] = frozenset()
+
+    def is_secondary(self, path: str) -> bool:
+        """Whether the figure at ``path`` (e.g. ``"capacity_reservation.unused_price_share"``)
+        comes only from a secondary source."""
+        return path in self.secondary
+
+
+@functools.cache
+def _packaged_document() -> Any:
+    text = resources.files(CATALOGUE_PACKAGE).joinpath(CATALOGUE_PATH).read_text(encoding="utf-8")
+    return yaml.safe_load(text)
 
 
 @functools.cache
 def load_catalogue() -> dict[str, Shape]:
     """Every shape in the packaged catalogue, by name (read and checked once; do not mutate)."""
-    text = resources.files(CATALOGUE_PACKAGE).joinpath(CATALOGUE_PATH).read_text(encoding="utf-8")
-    return parse_catalogue(yaml.safe_load(text))
+    return parse_catalogue(_packaged_document())
+
+
+@functools.cache
+def load_pricing_terms() -> PricingTerms:
+    """The packaged catalogue's pricing terms (read and checked once); also ``PRICING``."""
+    return parse_pricing(_packaged_document())
 
 
 def get_shape(name: str) -> Shape:
@@ -99,18 +176,69 @@ def get_shape(name: str) -> Shape:
 
 def parse_catalogue(raw: Any) -> dict[str, Shape]:
     """Check a loaded catalogue document and build its shapes; ``ValueError`` on the first problem."""
-    if not isinstance(raw, Mapping):
-        raise ValueError(f"{CATALOGUE_PATH}: expected a mapping with a 'shapes' key")
-    unknown = set(raw) - _TOP_KEYS
-    if unknown:
-        raise ValueError(f"{CATALOGUE_PATH}: unknown top-level keys {sorted(unknown, key=str)}")
+    _check_document(raw)
+    terms = parse_pricing(raw)
     shapes = raw.get("shapes")
     if not isinstance(shapes, Mapping) or not shapes:
         raise ValueError(f"{CATALOGUE_PATH}: 'shapes' must be a non-empty mapping of shape name to figures")
-    return {str(name): _parse_shape(str(name), entry) for name, entry in shapes.items()}
+    return {str(name): _parse_shape(str(name), entry, terms) for name, entry in shapes.items()}
 
 
-def _parse_shape(name: str, entry: Any) -> Shape:
+def parse_pricing(raw: Any) -> PricingTerms:
+    """Check a loaded catalogue document's ``pricing`` section and build its terms (``ValueError``
+    naming the field on the first problem)."""
+    _check_document(raw)
+
+    def fail(path: str, problem: str) -> ValueError:
+        return ValueError(f"{CATALOGUE_PATH}: pricing: {path}: {problem}")
+
+    pricing = raw.get("pricing")
+    if not isinstance(pricing, Mapping):
+        raise fail("(section)", "expected a mapping of pricing terms with their sources")
+    _check_keys(pricing, set(_PRICING_GROUPS) | {"sources"}, "", fail)
+    values: dict[str, Any] = {}
+    for group, keys in _PRICING_GROUPS.items():
+        terms = pricing[group]
+        if not isinstance(terms, Mapping):
+            raise fail(group, "expected a mapping")
+        _check_keys(terms, keys, f"{group}.", fail)
+        values.update({f"{group}.{key}": terms[key] for key in keys})
+
+    bare_metal = values["preemptible.bare_metal"]
+    if not isinstance(bare_metal, bool):
+        raise fail("preemptible.bare_metal", f"expected true or false, got {bare_metal!r}")
+    shares = ("preemptible.price_share", "capacity_reservation.unused_price_share", "committed_use.discount")
+    for path in shares:
+        _check_share(values[path], path, fail)
+
+    sources, secondary = _parse_sources(pricing["sources"], fail, PRICING_FIGURES)
+    for path in PRICING_FIGURES:
+        if values[path] is not None and path not in sources:
+            raise fail(path, "has a figure but no source (add one to 'sources', or write null)")
+
+    def share(path: str) -> float | None:
+        value = values[path]
+        return None if value is None else float(value)
+
+    return PricingTerms(
+        preemptible_bare_metal=bare_metal,
+        preemptible_share=share("preemptible.price_share"),
+        unused_reserved_share=share("capacity_reservation.unused_price_share"),
+        committed_use_discount=share("committed_use.discount"),
+        sources=sources,
+        secondary=secondary,
+    )
+
+
+def _check_document(raw: Any) -> None:
+    if not isinstance(raw, Mapping):
+        raise ValueError(f"{CATALOGUE_PATH}: expected a mapping with 'pricing' and 'shapes' keys")
+    unknown = set(raw) - _TOP_KEYS
+    if unknown:
+        raise ValueError(f"{CATALOGUE_PATH}: unknown top-level keys {sorted(unknown, key=str)}")
+
+
+def _parse_shape(name: str, entry: Any, terms: PricingTerms) -> Shape:
     def fail(path: str, problem: str) -> ValueError:
         return ValueError(f"{CATALOGUE_PATH}: shape {name}: {path}: {problem}")
 
@@ -139,9 +267,9 @@ def _parse_shape(name: str, entry: Any) -> Shape:
         raise fail("network.rdma_cluster_network", f"expected true or false, got {rdma!r}")
     for path in ("gpu_memory_gb", "memory_gb", "local_nvme_tb", "network.frontend_gbps", "network.rdma_gbps"):
         _check_number(values[path], path, fail, allow_zero=False)
-    _check_number(values["price_per_gpu_hour_usd"], "price_per_gpu_hour_usd", fail, allow_zero=True)
+    _check_number(values["price_per_node_hour_usd"], "price_per_node_hour_usd", fail, allow_zero=True)
 
-    sources = _parse_sources(entry["sources"], fail)
+    sources, _ = _parse_sources(entry["sources"], fail, FIGURES)
     for path in FIGURES:
         if values[path] is not None and path not in sources:
             raise fail(path, "has a figure but no source (add one to 'sources', or write null)")
@@ -158,22 +286,25 @@ def _parse_shape(name: str, entry: Any) -> Shape:
         cpu_cores=cores,
         memory_gb=number("memory_gb"),
         rdma_cluster_network=rdma,
-        price_per_gpu_hour_usd=number("price_per_gpu_hour_usd"),
+        price_per_node_hour_usd=number("price_per_node_hour_usd"),
         sources=sources,
         local_nvme_tb=number("local_nvme_tb"),
         frontend_network_gbps=number("network.frontend_gbps"),
         rdma_network_gbps=number("network.rdma_gbps"),
+        preemptible_allowed=not name.startswith("BM.") or terms.preemptible_bare_metal,
     )
 
 
-def _parse_sources(raw: Any, fail: _Fail) -> dict[str, str]:
+def _parse_sources(raw: Any, fail: _Fail, figures: tuple[str, ...]) -> tuple[dict[str, str], frozenset[str]]:
+    """Each figure's source as ``"title <url> (as of date)"``, and the figures whose source is secondary."""
     if not isinstance(raw, Mapping):
         raise fail("sources", "expected a mapping of field path to {url, title, as_of}")
     sources: dict[str, str] = {}
+    secondary: set[str] = set()
     for path, record in raw.items():
         where = f"sources.{path}"
-        if path not in FIGURES:
-            raise fail(where, f"not a figure of a shape (figures: {', '.join(FIGURES)})")
+        if path not in figures:
+            raise fail(where, f"not a figure here (figures: {', '.join(figures)})")
         if not isinstance(record, Mapping):
             raise fail(where, "expected a mapping with url, title and as_of")
         unknown = set(record) - _SOURCE_KEYS
@@ -184,8 +315,14 @@ def _parse_sources(raw: Any, fail: _Fail) -> dict[str, str]:
             raise fail(where, f"url must be an http(s) address, got {url!r}")
         if not isinstance(title, str) or not title.strip():
             raise fail(where, f"title must be text, got {title!r}")
-        sources[str(path)] = f"{title.strip()} <{url}> (as of {_iso_date(as_of, where, fail)})"
-    return sources
+        is_secondary = record.get("secondary", False)
+        if not isinstance(is_secondary, bool):
+            raise fail(where, f"secondary must be true or false, got {is_secondary!r}")
+        prefix = "(secondary source) " if is_secondary else ""
+        sources[str(path)] = f"{prefix}{title.strip()} <{url}> (as of {_iso_date(as_of, where, fail)})"
+        if is_secondary:
+            secondary.add(str(path))
+    return sources, frozenset(secondary)
 
 
 def _iso_date(value: Any, where: str, fail: _Fail) -> str:
@@ -218,5 +355,18 @@ def _check_number(value: Any, path: str, fail: _Fail, *, allow_zero: bool) -> No
         raise fail(path, f"expected a number {bound} or null, got {value!r}")
 
 
+def _check_share(value: Any, path: str, fail: _Fail) -> None:
+    if value is None:
+        return
+    number = not isinstance(value, bool) and isinstance(value, int | float) and math.isfinite(value)
+    if not number or not 0 <= value <= 1:
+        raise fail(path, f"expected a share of the on-demand price from 0 to 1, or null, got {value!r}")
+
+
 def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
+
+
+# The packaged catalogue's pricing terms, read when this module is imported (a bad edit of the
+# catalogue fails at once, naming the field).
+PRICING: PricingTerms = load_pricing_terms()

@@ -18,7 +18,9 @@ class Pool:
     nodes: int
     gpus_per_node: int
     node_prefix: str = "node"
-    price_per_gpu_hour: float | None = None  # USD
+    # the scenario's pool these nodes are (a hybrid side's part, an OKE node pool of it): what a
+    # price book prices (gpuplan.cost); "": this pool's own name. The simulator knows no price.
+    origin: str = ""
     # allocatable CPU (millicores) and memory (MiB) per node; UNKNOWN: not known, so not a constraint
     cpu_milli: int = UNKNOWN
     memory_mib: int = UNKNOWN

@@ -563,7 +563,8 @@ def merge_runs(model: str, parts: list[tuple[str, ModelRun]], settings: dict[str
     pools: list[PoolSchedule] = []
     for (side, run), offset in zip(parts, job_offsets, strict=False):
         for schedule in run.pools:
-            pool = replace(schedule.pool, name=f"{schedule.pool.name}/{side}")
+            origin = schedule.pool.origin or schedule.pool.name
+            pool = replace(schedule.pool, name=f"{schedule.pool.name}/{side}", origin=origin)
             pools.append(replace(schedule, pool=pool, jobs=schedule.jobs + offset))
     job_gpus = None
     if any(run.job_gpus is not None for run in runs):

@@ -56,7 +56,7 @@ class NodePoolSpec:
     min_nodes: int
     max_nodes: int
     provision_delay_s: float = 600.0
-    price_per_gpu_hour: float | None = None
+    origin: str = ""  # the scenario's pool its nodes are (sim.cluster.Pool.origin)
     node_names: tuple[str, ...] = ()  # real names (a node list); default f"{name}-{i}"
 
     def __reduce__(self) -> tuple[type[NodePoolSpec], tuple[object, ...]]:

@@ -1350,7 +1350,7 @@ class KubernetesRun:
                 timeline, self.nodes, final_node, self.first_pod, members, ended[members]
             )
             nodes = max(spec.nodes, spec.max_nodes)
-            pool = Pool(spec.name, nodes, spec.gpus_per_node, spec.name, spec.price_per_gpu_hour)
+            pool = Pool(spec.name, nodes, spec.gpus_per_node, spec.name, spec.origin)
             gpu_hours_up = self.node_s_up[i] * spec.gpus_per_node / 3600.0
             schedules.append(PoolSchedule(pool, members, placement, gpu_hours_up=gpu_hours_up))
         return ModelRun(

@@ -78,7 +78,7 @@ def node_pool_specs(pools: list[Pool], settings: KubernetesSettings) -> list[Nod
                 min_nodes=nodes if spec is None or spec.minNodes is None else min(spec.minNodes, nodes),
                 max_nodes=nodes if spec is None or spec.maxNodes is None else max(spec.maxNodes, nodes),
                 provision_delay_s=DEFAULT_PROVISION_DELAY_S if spec is None else spec.provisionDelay,
-                price_per_gpu_hour=pool.price_per_gpu_hour,
+                origin=pool.origin or pool.name,
                 node_names=pool.node_names,
             )
         )

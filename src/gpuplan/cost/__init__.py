@@ -1,0 +1,1 @@
+"""Costs: price books by shape, and cost over the measuring window."""

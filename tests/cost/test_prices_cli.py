@@ -1,0 +1,81 @@
+"""``gpuplan prices``: the catalogue's prices with their sources; ``--refresh`` on a recorded response,
+and offline."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gpuplan.cost import refresh
+from gpuplan.scenario.shapes import load_catalogue
+
+from builders import DATA, gpuplan
+
+RECORDED = (DATA / "oci_price_list_sample.json").read_bytes()
+
+
+class _Recorded(BaseHTTPRequestHandler):
+    def do_GET(self) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(RECORDED)))
+        self.end_headers()
+        self.wfile.write(RECORDED)
+
+    def log_message(self, format: str, *args: Any) -> None:  # quiet
+        pass
+
+
+@pytest.fixture
+def recorded() -> Iterator[str]:
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Recorded)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}/products/"
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+        thread.join()
+
+
+def test_prices_lists_every_shape_with_its_source() -> None:
+    code, out, _ = gpuplan("prices")
+    assert code == 0
+    for name, shape in load_catalogue().items():
+        line = next(row for row in out.splitlines() if f" {name} " in row)
+        if shape.price_per_node_hour_usd is not None:
+            assert f"{shape.price_per_node_hour_usd:,.2f}" in line and "skypilot-catalog" in line, line
+        assert ("no (bare metal)" in line) == name.startswith("BM."), line
+
+
+def test_refresh_writes_a_dated_copy_from_the_recorded_response(
+    recorded: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(refresh, "PRICE_LIST_URL", recorded)
+    code, out, err = gpuplan("prices", "--refresh", "--out", str(tmp_path))
+    assert code == 0, err
+    (copy,) = tmp_path.iterdir()
+    assert copy.name.startswith("oci-prices-") and copy.suffix == ".json"
+    records, header = refresh.read_local_copy(copy)
+    assert records["BM.GPU.H100.8"].usd_per_node_hour == 80.0 and header["url"] == recorded
+    assert "refreshed from" in out and "80.00" in out
+    code, shown, _ = gpuplan("prices", "--price-list", str(copy))
+    assert code == 0 and f"local copy {copy}" in " ".join(shown.split())
+
+
+def test_refresh_offline_fails_cleanly_and_changes_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(refresh, "PRICE_LIST_URL", "http://127.0.0.1:9/products/")
+    before = {name: shape.price_per_node_hour_usd for name, shape in load_catalogue().items()}
+    code, out, err = gpuplan("prices", "--refresh", "--out", str(tmp_path))
+    assert code == 2 and out == ""
+    assert "cannot reach Oracle's price list" in err and "the bundled prices are unchanged" in err
+    assert "Traceback" not in err and list(tmp_path.iterdir()) == []
+    assert {name: shape.price_per_node_hour_usd for name, shape in load_catalogue().items()} == before
