@@ -224,3 +224,28 @@ def test_a_catalogue_price_by_shape_and_its_options_end_to_end(tmp_path: Path) -
         hours = body["window"]["end_s"] / 3600.0
     assert costs["on-demand"] == pytest.approx(2 * hours * list_price)
     assert costs["preemptible"] == pytest.approx(costs["on-demand"] * PRICING.preemptible_share * 0.9)
+
+
+def test_a_lent_node_is_paid_once(tmp_path: Path) -> None:
+    """Hybrid lending: a node Slurm lends to Kubernetes is up on one side at a time, so the two sides'
+    node-hours up never exceed the pool's nodes over the window, and the cost is those node-hours."""
+    from builders import DATA
+
+    text = (DATA / "hybrid_lending.yaml").read_text()
+    text = text.replace(
+        "    split: {gpu: 4}", "    split: {gpu: 5}\n    lending: {policy: kubernetes_borrows}"
+    )
+    text = text.replace("gpus_per_node: 4, nodes: 6", "gpus_per_node: 4, nodes: 6, price_per_gpu_hour: 3.0")
+    path = tmp_path / "lending.yaml"
+    path.write_text(text)
+    body = compare(CompareRequest(path, ("hybrid",), tmp_path / "out", 1, seeds=1)).summary["models"][
+        "hybrid"
+    ]
+    pools = body["cluster"]["pools"]
+    hours = (body["window"]["end_s"] - body["window"]["begin_s"]) / 3600.0
+    lent = pools["gpu/kubernetes"]["node_hours_up"] - 1 * hours  # beyond its own node
+    assert lent > 0  # Kubernetes borrowed Slurm nodes
+    assert pools["gpu/slurm"]["node_hours_up"] < 5 * hours
+    up = sum(pool["node_hours_up"] for pool in pools.values())
+    assert up <= 6 * hours + 1e-6
+    assert body["cost_usd"] == pytest.approx(up * 4 * 3.0)
