@@ -61,6 +61,8 @@ def input_files(loaded: Input) -> list[Path]:
 
     scenario = loaded.scenario
     files = [scenario.path]
+    if scenario.scenario.cluster.price_list is not None:
+        files.append(scenario.resolve(scenario.scenario.cluster.price_list))
     for workload in scenario.scenario.workloads:
         if isinstance(workload, TraceWorkload):
             files.append(scenario.resolve(workload.trace.path))

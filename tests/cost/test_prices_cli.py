@@ -3,6 +3,7 @@ and offline."""
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -79,3 +80,33 @@ def test_refresh_offline_fails_cleanly_and_changes_nothing(
     assert "cannot reach Oracle's price list" in err and "the bundled prices are unchanged" in err
     assert "Traceback" not in err and list(tmp_path.iterdir()) == []
     assert {name: shape.price_per_node_hour_usd for name, shape in load_catalogue().items()} == before
+
+
+def test_a_scenario_prices_its_pools_from_a_refreshed_copy(
+    recorded: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(refresh, "PRICE_LIST_URL", recorded)
+    assert gpuplan("prices", "--refresh", "--out", str(tmp_path))[0] == 0
+    (copy,) = tmp_path.glob("oci-prices-*.json")
+    records, _ = refresh.read_local_copy(copy)
+    scenario = tmp_path / "listed.yaml"
+    scenario.write_text(
+        "name: listed\nhorizon: 1d\n"
+        f"cluster:\n  price_list: {copy.name}\n"
+        "  pools:\n    - {name: h100, shape: BM.GPU.H100.8, nodes: 2}\n"
+        "teams:\n  - {name: research}\n"
+        "workloads:\n  - {name: t, kind: batch, team: research, arrival: {rate: 4/day}, size: '1x8',"
+        " duration: {median: 1h}}\n"
+    )
+    out = tmp_path / "out"
+    code, _, err = gpuplan("simulate", str(scenario), "--out", str(out), "-q")
+    assert code == 0, err
+    body = json.loads((out / "summary.json").read_text())["models"]["slurm"]
+    pool = body["cluster"]["pools"]["h100"]
+    assert pool["price_source"].startswith(
+        "refreshed list price of BM.GPU.H100.8: Oracle's price list as refreshed on"
+    )
+    assert pool["price_per_node_hour"] == records["BM.GPU.H100.8"].usd_per_node_hour
+    copy.unlink()
+    code, _, err = gpuplan("simulate", str(scenario), "--out", str(out), "-q")
+    assert code == 2 and copy.name in err and "Traceback" not in err

@@ -5,8 +5,10 @@ The simulator knows no price. Each pool of a run names the scenario pool its nod
 (``sim.cluster.Pool.origin``: a hybrid side's part, an OKE node pool), and the book prices that
 pool by its shape: the catalogue's list price per node-hour (``scenario/data/oci_shapes.yaml``,
 with its source and date), unless the scenario gives the pool its own ``price_per_gpu_hour`` (then
-the source says so: never "list price" for a typed figure). The pool's ``pricing`` says how Oracle
-bills it (``on_demand``, ``preemptible``, ``reserved``) and any committed-use discount.
+the source says so: never "list price" for a typed figure), or the price of a copy of Oracle's
+list the scenario names (``cluster.price_list``, written by ``gpuplan prices --refresh``). The
+pool's ``pricing`` says how Oracle bills it (``on_demand``, ``preemptible``, ``reserved``) and any
+committed-use discount.
 
 Example::
 
@@ -62,6 +64,14 @@ def price_book(loaded: LoadedScenario) -> PriceBook:
     """The scenario's pools priced: the catalogue's list price by shape, or the pool's own."""
     from gpuplan.scenario.shapes import PRICING, get_shape
 
+    refreshed: dict[str, float] = {}
+    listed = ""
+    if loaded.scenario.cluster.price_list is not None:
+        from gpuplan.cost.refresh import read_local_copy
+
+        records, header = read_local_copy(loaded.resolve(loaded.scenario.cluster.price_list))
+        refreshed = {shape: record.usd_per_node_hour for shape, record in records.items()}
+        listed = f"Oracle's price list as refreshed on {header.get('date')} <{header.get('url')}>"
     pools: dict[str, PoolPrice] = {}
     for spec in loaded.scenario.cluster.pools:
         resolved = loaded.pool(spec.name)
@@ -69,6 +79,9 @@ def price_book(loaded: LoadedScenario) -> PriceBook:
         if spec.price_per_gpu_hour is not None:
             usd = spec.price_per_gpu_hour * resolved.gpus_per_node
             source = f"scenario (pool {spec.name}: price_per_gpu_hour {spec.price_per_gpu_hour:g} USD)"
+        elif shape is not None and shape.name in refreshed:
+            usd = refreshed[shape.name]
+            source = f"refreshed list price of {shape.name}: {listed}"
         elif shape is not None and shape.price_per_node_hour_usd is not None:
             usd = shape.price_per_node_hour_usd
             source = f"catalogue list price of {shape.name}: {shape.sources['price_per_node_hour_usd']}"

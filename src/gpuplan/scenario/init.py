@@ -41,7 +41,7 @@ class Answers(BaseModel):
     horizon: str = "14d"
     training_shape: str = "BM.GPU.H100.8"
     training_nodes: int = Field(8, ge=1, le=10_000)
-    price_per_gpu_hour: float = Field(0.0, ge=0, le=1000)  # 0: unknown, no cost figures
+    price_per_gpu_hour: float = Field(0.0, ge=0, le=1000)  # 0: the catalogue's list price by shape
     research_teams: int = Field(2, ge=0, le=50)
     training_jobs_per_day: float = Field(6.0, ge=0, le=MAX_JOBS_PER_DAY)
     multi_node_percent: float = Field(30.0, ge=0, le=100)
@@ -135,7 +135,7 @@ QUESTIONS: tuple[Question, ...] = (
     Question("horizon", "How long to simulate (e.g. 14d, 30d)"),
     Question("training_shape", "OCI shape of the training / batch pool", _shape_choices()),
     Question("training_nodes", "Nodes in the training pool"),
-    Question("price_per_gpu_hour", "Price per GPU-hour in USD (0 = unknown)"),
+    Question("price_per_gpu_hour", "Your negotiated price per GPU-hour in USD (0 = OCI's list price)"),
     Question("research_teams", "Research teams submitting batch jobs (0 = none)"),
     Question(
         "training_jobs_per_day", "Training jobs per day, all research teams together", when=_with_research
@@ -386,7 +386,9 @@ def scenario_text(answers: Answers) -> str:
         f"      nodes: {answers.training_nodes}",
     ]
     if answers.price_per_gpu_hour > 0:
-        out.append(f"      price_per_gpu_hour: {answers.price_per_gpu_hour:g}   # USD, for cost figures")
+        out.append(
+            f"      price_per_gpu_hour: {answers.price_per_gpu_hour:g}   # USD, instead of OCI's list price"
+        )
     inference = get_shape(answers.inference_shape)
     if answers.services > 0:
         out += [

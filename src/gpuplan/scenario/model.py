@@ -112,6 +112,11 @@ class PoolSpec(Section):
 
 class ClusterSpec(Section):
     pools: list[PoolSpec] = Field(min_length=1)
+    price_list: Path | None = Field(
+        None,
+        description="a copy of Oracle's price list written by gpuplan prices --refresh: its prices replace "
+        "the catalogue's (a pool's own price_per_gpu_hour still wins)",
+    )
 
 
 # ---- teams -------------------------------------------------------------------------------------
