@@ -200,7 +200,7 @@ def compare(
             f"(not run: {', '.join(missing)})"
         ) from None
     gathered = _gather(results, names, seeds, horizon_s, once, book)
-    if search is not None:
+    if search is not None and "hybrid" in gathered.models:  # (not when refused on another seed)
         for body in [gathered.models["hybrid"], *(m["hybrid"] for m in gathered.per_seed.values())]:
             body["split_search"] = search
     if not gathered.models:
