@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -42,7 +42,7 @@ from gpuplan.cost.costs import apply_costs
 from gpuplan.errors import GpuplanError, InputError, Interrupted
 from gpuplan.inputs import Input, draws_at_random, is_scenario, load_input, with_seed
 from gpuplan.metrics.diagnose import diagnose, diagnosis_sentence, over_seeds
-from gpuplan.metrics.replications import fold, replication_seeds
+from gpuplan.metrics.replications import MAX_SEEDS, fold, replication_seeds
 from gpuplan.metrics.summary import remeasure, summarize
 from gpuplan.progress import Clocks
 from gpuplan.results import manifest
@@ -124,17 +124,19 @@ def _run_model(
 
 def seeds_of(loaded: Input, count: int) -> tuple[list[int], str | None]:
     """The seeds to run and, when the scenario draws nothing at random, why it runs once."""
-    if count < 1:
-        raise InputError("must be at least 1", field="--seeds")
+    if not 1 <= count <= MAX_SEEDS:
+        raise InputError(f"must be from 1 to {MAX_SEEDS}", field="--seeds")
     assert loaded.scenario is not None
     seed = loaded.scenario.scenario.seed
     if not draws_at_random(loaded):
         note = "the scenario draws nothing at random (traces, job lists, demand without noise): run once"
         return [seed], note if count > 1 else None
-    try:
-        return replication_seeds(seed, count), None
-    except ValueError as exc:
-        raise InputError(str(exc), field="--seeds") from None
+    return replication_seeds(seed, count), None
+
+
+def _window_end(horizon_s: float, summaries: Iterable[dict[str, Any] | None]) -> float:
+    """The end of a seed's one measuring window: the horizon, or the last end in any of its runs."""
+    return max([horizon_s, *(float(s["last_end_s"]) for s in summaries if s is not None)])
 
 
 def compare(
@@ -252,8 +254,8 @@ def _search_split(
         for seed, result in runs.items():
             if result.summary is None:
                 return len(targets) * len(seeds) + 1  # refused: worse than any miss
-            ends = [s["last_end_s"] for n in names if (s := results[n, seed].summary) is not None]
-            end_s = max([float(scenario.horizon), result.summary["last_end_s"], *ends])
+            others = (results[n, seed].summary for n in names)
+            end_s = _window_end(float(scenario.horizon), [result.summary, *others])
             apply_costs(remeasure(result.summary, 0.0, end_s), book)
         return sum(target_misses(r.summary, targets) for r in runs.values() if r.summary is not None)
 
@@ -336,8 +338,7 @@ def _gather(
     windows = []
     for seed in seeds:
         summaries = {name: results[name, seed].summary for name in ran}
-        # one window for every model of the seed: from t = 0 to the horizon or the last end in any
-        end_s = max([horizon_s, *(s["last_end_s"] for s in summaries.values() if s is not None)])
+        end_s = _window_end(horizon_s, summaries.values())  # one window for every model of the seed
         windows.append(end_s)
         per_seed[seed] = {
             name: apply_costs(remeasure(s, 0.0, end_s), book)

@@ -4,45 +4,20 @@ and offline."""
 from __future__ import annotations
 
 import json
-import threading
-from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from gpuplan.cost import refresh
 from gpuplan.scenario.shapes import load_catalogue
 
-from builders import DATA, gpuplan
-
-RECORDED = (DATA / "oci_price_list_sample.json").read_bytes()
-
-
-class _Recorded(BaseHTTPRequestHandler):
-    def do_GET(self) -> None:
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(RECORDED)))
-        self.end_headers()
-        self.wfile.write(RECORDED)
-
-    def log_message(self, format: str, *args: Any) -> None:  # quiet
-        pass
+from builders import gpuplan
 
 
 @pytest.fixture
-def recorded() -> Iterator[str]:
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Recorded)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}/products/"
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
-        thread.join()
+def recorded(server: str) -> str:
+    """The recorded response's address (conftest.py's stand-in for Oracle's API)."""
+    return f"{server}/products/"
 
 
 def test_prices_lists_every_shape_with_its_source() -> None:

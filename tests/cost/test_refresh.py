@@ -12,11 +12,8 @@ for these parts (see PART_NUMBERS' sources), so the node-hour prices are issue 4
 from __future__ import annotations
 
 import json
-import threading
 import time
-from collections.abc import Iterator
 from datetime import date
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -229,41 +226,6 @@ def test_an_unreachable_list_fails_fast_and_writes_nothing(tmp_path: Path) -> No
 def test_only_http_addresses_are_fetched() -> None:
     with pytest.raises(InputError, match="must be http"):
         fetch("file:///etc/passwd")
-
-
-ROUTES: dict[str, tuple[int, bytes]] = {
-    "/products/": (200, SAMPLE.read_bytes()),
-    "/html/": (200, b"<html><body>Service Unavailable</body></html>"),
-    "/array/": (200, b"[1, 2]"),
-    "/binary/": (200, b"\xff\xfe\x00"),
-    "/down/": (503, b"{}"),
-}
-
-
-class _PriceList(BaseHTTPRequestHandler):
-    def do_GET(self) -> None:
-        status, body = ROUTES.get(self.path, (404, b""))
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, format: str, *args: Any) -> None:  # quiet
-        pass
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[str]:
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _PriceList)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
-        thread.join()
 
 
 def test_fetch_reads_the_list(server: str, tmp_path: Path) -> None:

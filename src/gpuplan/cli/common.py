@@ -75,7 +75,7 @@ SeedsOption = Annotated[
         help="Draws of the scenario's random synthesis each model runs on (seed, seed + 1, ...); the "
         "figures are their medians with the spread. A scenario that draws nothing at random runs once.",
         min=1,
-        max=64,
+        max=64,  # metrics.replications.MAX_SEEDS (not imported: --help loads no NumPy)
     ),
 ]
 

@@ -20,7 +20,7 @@ from typing import Any, ClassVar, Literal
 from gpuplan.advisor import format as fmt
 from gpuplan.advisor.criteria import Criteria
 from gpuplan.advisor.evidence import lookup
-from gpuplan.advisor.recommendation import ModelScore, Recommendation, Tip
+from gpuplan.advisor.recommendation import ModelScore, Recommendation, TargetCheck, Tip
 from gpuplan.metrics.diagnose import diagnosis_sentence
 from gpuplan.report import charts
 from gpuplan.report.results import Columns
@@ -351,16 +351,16 @@ def replications_sentence(summary: Mapping[str, Any]) -> str | None:
 
 
 def _score_range(model: ModelScore) -> str:
-    low_high = getattr(model, "score_range", None)
+    low_high = model.score_range
     return "" if low_high is None else f" ({low_high[0]:.2f} to {low_high[1]:.2f})"
 
 
-def _target_status(check: Any) -> str:
-    seeds, met = getattr(check, "seeds", None), getattr(check, "seeds_met", None)
+def _target_status(check: TargetCheck) -> str:
+    seeds, met = check.seeds, check.seeds_met
     status = f"{check.title}: {check.status}"
     if seeds:
         status += f" (met in {met} of {seeds} seeds)"
-    note = getattr(check, "note", "")
+    note = check.note
     if note and "seeds" not in note:
         status += f" ({note})"
     return status
@@ -615,7 +615,7 @@ def recommendation_section(inputs: ReportInputs) -> Section:
                     f"{m.outcome_score:.2f}",
                     ", ".join(_target_status(c) for c in m.targets) or "none set",
                     _score_work(m, inputs.summary["models"].get(m.model, {})),
-                    "-" if getattr(m, "wins", None) is None else f"{m.wins} of {len(rec.seeds)}",
+                    "-" if m.wins is None else f"{m.wins} of {len(rec.seeds)}",
                 ]
                 for m in rec.models
             ]

@@ -235,24 +235,6 @@ def _feasible_parts(
     return tuple(k for k in range(rule_low, rule_high + 1) if movable <= max(k, n - k))
 
 
-def propose_split(
-    pools: list[Pool],
-    partitions: tuple[Partition, ...],
-    jobs: JobTable,
-    to_kubernetes: Bool,
-    services: list[Service],
-    services_to_kubernetes: list[bool],
-    size_for: str = "peak",
-    by_rule: Bool | None = None,
-    horizon_s: float | None = None,
-) -> dict[str, int]:
-    """Nodes of each pool for Slurm: the pool less the Kubernetes part ``plan_split`` proposes."""
-    plans = plan_split(
-        pools, partitions, jobs, to_kubernetes, services, services_to_kubernetes, size_for, by_rule, horizon_s
-    )
-    return {plan.pool: plan.nodes - plan.kubernetes for plan in plans}
-
-
 def fit_routing(
     pools: list[Pool],
     partitions: tuple[Partition, ...],
