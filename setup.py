@@ -21,7 +21,7 @@ CORE = "src/gpuplan/sim/engine/_core"
 SLURM = "src/gpuplan/sim/slurm/_core"
 KUBE = "src/gpuplan/sim/kubernetes/_core"
 PIECES = ("policies", "backfill_map", "select", "priority", "fairshare", "qos", "preempt", "reservations")
-PIECES += ("lending", "topology")
+PIECES += ("lending", "topology", "power")
 # the modules mypyc compiles: pyproject.toml's [tool.gpuplan] mypyc
 COMPILED = [
     f"src/gpuplan/{path}" for path in tomllib.loads(Path("pyproject.toml").read_text())["tool"]["gpuplan"]["mypyc"]

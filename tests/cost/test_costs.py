@@ -12,6 +12,7 @@ from gpuplan.advisor import advise
 from gpuplan.compare import CompareRequest, compare
 from gpuplan.cost.book import PoolPrice, PriceBook
 from gpuplan.cost.costs import HOURS_PER_MONTH, apply_costs
+from gpuplan.report import rebuild
 
 
 def model_summary(pools: dict[str, dict[str, Any]], hours: float, busy: float) -> dict[str, Any]:
@@ -140,6 +141,81 @@ def test_an_autoscaled_pool_costs_less_where_its_nodes_are_up_fewer_hours(tmp_pa
     assert fixed["kubernetes"]["cost_usd"] == pytest.approx(fixed["slurm"]["cost_usd"])
     source = fixed["slurm"]["cluster"]["pools"]["a10"]["price_source"]
     assert source == "scenario (pool a10: price_per_gpu_hour 2 USD)"
+
+
+BATCH = """\
+name: {name}
+seed: 5
+horizon: 3d
+cluster:
+  pools:
+    - {{name: h100, shape: BM.GPU.H100.8, nodes: 4}}
+teams:
+  - {{name: research, persona: researcher}}
+workloads:
+  - name: training
+    kind: batch
+    team: research
+    pool: h100
+    arrival: {{rate: {rate}/day}}
+    size: "1x8"
+    duration: {{median: {median}, sigma: 0.3}}
+models:
+  compare: [slurm]
+  slurm: {{{slurm}}}
+"""
+POWER_SAVING = "suspend_time: 300s, resume_timeout: 1200s"  # the OCI HPC Stack's on-demand partitions
+
+
+def _slurm(tmp_path: Path, name: str, rate: int, median: str, slurm: str) -> dict[str, Any]:
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(BATCH.format(name=name, rate=rate, median=median, slurm=slurm))
+    summary = compare(CompareRequest(path, None, tmp_path / name, 2, seeds=1)).summary
+    return dict(summary["models"]["slurm"])
+
+
+def test_a_slurm_pool_with_power_saving_costs_its_node_hours_up(tmp_path: Path) -> None:
+    # a few short jobs a day on 4 nodes: idle nodes power down, so fewer node-hours and less cost,
+    # and the jobs that land on a powered-down node wait for its boot (ResumeTimeout, 1,200 s)
+    fixed = _slurm(tmp_path, "fixed", 4, "1h", "")
+    saving = _slurm(tmp_path, "saving", 4, "1h", POWER_SAVING)
+    pool, fixed_pool = saving["cluster"]["pools"]["h100"], fixed["cluster"]["pools"]["h100"]
+    assert pool["power_saving"]["boots"] > 0
+    assert pool["node_hours_up"] < 0.5 * fixed_pool["node_hours_up"]
+    assert saving["cost_usd"] < 0.5 * fixed["cost_usd"]
+    for one in (pool, fixed_pool):
+        assert one["cost_usd"] == pytest.approx(one["node_hours_up"] * 80.0)  # the catalogue's list price
+    assert saving["wait_s"]["p50"] >= 1200.0 > fixed["wait_s"]["p50"]
+    assert saving["settings"]["suspend_time"] == 300.0
+    rebuild(tmp_path / "saving")  # the report's cost section names it, with its boots
+    report = (tmp_path / "saving" / "report.md").read_text()
+    boots = pool["power_saving"]["boots"]
+    assert "slurm's pool h100: 4 nodes power down after 5 min idle (SuspendTime)" in report
+    assert f"{boots} boots" in report
+
+    # a pool its jobs keep busy from the start: no node is idle for SuspendTime before the last
+    # ends, so its node-hours are the fixed pool's over the same span (each node then stays up
+    # for SuspendTime after its last job, paid, and the fixed pool until the window's end)
+    busy_fixed = _slurm(tmp_path, "busy-fixed", 200, "6h", "")
+    busy = _slurm(tmp_path, "busy-saving", 200, "6h", POWER_SAVING)
+    pool = busy["cluster"]["pools"]["h100"]
+    assert pool["power_saving"]["boots"] == 4  # each node once, at t = 0 (State=CLOUD)
+    last_end_h = max(busy["last_end_s"], busy_fixed["last_end_s"]) / 3600.0
+    assert pool["node_hours_up"] <= 4 * (last_end_h + 300 / 3600.0)
+    fixed_hours = busy_fixed["cluster"]["pools"]["h100"]["node_hours_up"]
+    assert pool["node_hours_up"] == pytest.approx(fixed_hours, rel=0.01)
+    assert busy["cost_usd"] == pytest.approx(busy_fixed["cost_usd"], rel=0.01)
+
+
+def test_a_boot_longer_than_resume_timeout_is_refused(tmp_path: Path) -> None:
+    from builders import gpuplan
+
+    path = tmp_path / "boot.yaml"
+    slurm = "suspend_time: 300s, resume_timeout: 10m, node_boot_time: 15m"
+    path.write_text(BATCH.format(name="boot", rate=4, median="1h", slurm=slurm))
+    code, _, err = gpuplan("validate", str(path))
+    assert code == 2
+    assert f"{path}:19: models.slurm: node_boot_time 900.0 s exceeds resume_timeout 600.0 s" in err
 
 
 def outcome(p95: float, per_month: float) -> dict[str, Any]:

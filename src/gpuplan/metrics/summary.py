@@ -20,6 +20,7 @@ Definitions (DESIGN.md "Results"):
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import Any
 
 import numpy as np
@@ -172,6 +173,8 @@ def summarize(
                     "origin": p.pool.origin or p.pool.name,  # the scenario's pool (a hybrid side's)
                     # autoscaled pools: the GPU-hours their nodes were up (else every GPU, always)
                     "gpu_hours_up": p.gpu_hours_up,
+                    # Slurm's power saving: its batch nodes' GPU-hours up (the others are always up)
+                    "power_saving": None if p.power is None else asdict(p.power),
                     "gpu_hours_busy": float(job_gpu_s[p.jobs].sum()) / 3600.0
                     + service_by_pool.get(p.pool.name, 0.0),
                     "peak_busy_gpus": int(p.schedule.timeline.busy_gpus.max(initial=0)) + p.service_gpus,
@@ -224,7 +227,10 @@ def remeasure(summary: dict[str, Any], begin_s: float, end_s: float) -> dict[str
     span_h = max(end_s - begin_s, 0.0) / 3600.0
     capacity = 0.0
     for pool in summary["cluster"]["pools"].values():
-        up = pool["gpu_hours_up"]
+        up, saving = pool["gpu_hours_up"], pool.get("power_saving")
+        if up is None and saving is not None:  # nodes powered down are not up; the rest always are
+            saved_gpus = saving["nodes"] * pool["gpus_per_node"]
+            up = (pool["gpus"] - saved_gpus) * span_h + saving["gpu_hours_up"]
         pool["gpu_hours_available"] = pool["gpus"] * span_h if up is None else up
         capacity += pool["gpu_hours_available"]
     busy = summary["gpu_hours"]

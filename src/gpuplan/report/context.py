@@ -1039,8 +1039,19 @@ def cost_section(inputs: ReportInputs) -> Section:
     unpriced: list[str] = []
     sources: list[str] = []  # where each price comes from
     flags: list[str] = []  # pools sized well above their load
+    saving: list[str] = []  # pools under Slurm's power saving
     for model in models:
         body = inputs.summary["models"][model]
+        for pool, spec in lookup_mapping(body, "cluster", "pools").items():
+            power = spec.get("power_saving") if isinstance(spec, Mapping) else None
+            if isinstance(power, Mapping):
+                saving.append(
+                    f"{model}'s pool {pool}: {_v(power.get('nodes'), 'count')} nodes power down after "
+                    f"{_v(power.get('suspend_time_s'), 'seconds')} idle (SuspendTime) and take "
+                    f"{_v(power.get('boot_s'), 'seconds')} to boot, paid, while the job given them waits; "
+                    f"{_v(power.get('boots'), 'count')} boots, {_v(power.get('gpu_hours_up'), 'count')} "
+                    "GPU-hours up."
+                )
         for c in pool_costs(body):
             if c.cost is not None:
                 by_pool[model, c.pool] = c.cost
@@ -1094,10 +1105,12 @@ def cost_section(inputs: ReportInputs) -> Section:
         )
     section.paragraph(
         "A pool costs its node-hours up in the measuring window times the node-hour price its pricing "
-        "option pays: every node over the window, or the hours an autoscaled or lent pool's nodes were "
-        "up. Idle cost is the part its busy GPU-hours do not use."
+        "option pays: every node over the window, or the hours an autoscaled, lent or power-saved "
+        "pool's nodes were up (a power-saved node until it powers down after its last job). Idle cost "
+        "is the part its busy GPU-hours do not use."
     )
     section.bullets(sources, "Where the prices come from")
+    section.bullets(saving, "Power saving (Slurm)")
     section.bullets(flags, "Pools sized well above their load")
     columns = ["model", "pool", "GPUs", "pricing", "USD per GPU-hour", "GPU-hours available", "cost"]
     section.table(Table([*columns, "idle cost", "peak use"], rows))

@@ -531,6 +531,15 @@ class PartitionSpec(Section):
         le=MAX_MEMORY_MB_PER_NODE,
         description="DefMemPerNode of its jobs, MB (0 with def_mem_per_cpu 0: models.slurm's)",
     )
+    suspend_time: Duration | None = Field(
+        None,
+        ge=0,
+        description="SuspendTime of its nodes (power saving; the OCI HPC Stack sets 300 s on its on-demand "
+        "partitions); a node in several partitions takes the highest; unset: models.slurm's",
+    )
+    resume_timeout: Duration | None = Field(
+        None, gt=0, le=65533, description="ResumeTimeout of its nodes (the highest of their partitions')"
+    )
 
     @model_validator(mode="after")
     def _one_memory_default(self) -> PartitionSpec:
@@ -726,6 +735,44 @@ class SlurmSection(Section):
         description="seconds from the scenario's start at which slurmctld's backfill thread started, if "
         "not with controller_start: its cycles come every bf_interval from then (backfill.c:backfill_agent)",
     )
+    suspend_time: Duration | None = Field(
+        None,
+        ge=0,
+        description="SuspendTime: power saving. A node idle this long powers down (and is not paid); a job "
+        "given one waits for its boot. Its nodes start powered down, as the OCI HPC Stack's on-demand nodes "
+        "(State=CLOUD; the stack sets 300 s on their partitions). Unset: INFINITE, no power saving",
+    )
+    resume_timeout: Duration = Field(
+        60.0,
+        gt=0,
+        le=65533,
+        description="ResumeTimeout: the longest a powered-down node may take to boot (Slurm's default 60 s; "
+        "the OCI HPC Stack's on-demand partitions: 1200 s)",
+    )
+    node_boot_time: Duration | None = Field(
+        None,
+        ge=0,
+        description="gpuplan's (not a slurm.conf setting): how long a powered-down node takes to boot and "
+        "register, at most its ResumeTimeout; unset: its ResumeTimeout, the longest Slurm waits",
+    )
+
+    @model_validator(mode="after")
+    def _boot_within_resume_timeout(self) -> SlurmSection:
+        if self.node_boot_time is None:
+            return self
+        timeouts = [("resume_timeout", self.resume_timeout)] + [
+            (f"partitions {p.name} resume_timeout", p.resume_timeout)
+            for p in self.partitions
+            if p.resume_timeout is not None
+        ]
+        for name, timeout in timeouts:
+            if self.node_boot_time > timeout:
+                raise PydanticCustomError(
+                    "slurm",
+                    "node_boot_time {boot} s exceeds {name} {timeout} s: Slurm would mark the node DOWN",
+                    {"boot": self.node_boot_time, "name": name, "timeout": timeout},
+                )
+        return self
 
 
 ModelName = Literal["slurm", "kubernetes", "hybrid"]

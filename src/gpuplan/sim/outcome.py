@@ -42,6 +42,19 @@ class Placement(Protocol):
 
 
 @dataclass(frozen=True)
+class PowerSaved:
+    """A pool's batch nodes under Slurm's power saving (``SuspendTime``): idle ones power down, and
+    a job given one waits ``boot_s`` for it. ``gpu_hours_up``: their GPU-hours up, booting
+    included, from t = 0 until each powers down after its last job."""
+
+    nodes: int
+    suspend_time_s: float
+    boot_s: float
+    gpu_hours_up: float
+    boots: int
+
+
+@dataclass(frozen=True)
 class PoolSchedule:
     """The jobs one pool ran and their placement on its nodes."""
 
@@ -51,6 +64,7 @@ class PoolSchedule:
     service_nodes: int = 0  # nodes held by services for the whole run, outside the batch schedule
     service_gpus: int = 0  # GPUs of the service replicas on them
     gpu_hours_up: float | None = None  # GPU-hours its nodes were up (autoscaled pools); None: all, always
+    power: PowerSaved | None = None  # its batch nodes under power saving (the others are always up)
 
 
 @dataclass(frozen=True)

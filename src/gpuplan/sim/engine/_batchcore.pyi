@@ -18,6 +18,7 @@ def simulate(
     reservations: Mapping[str, object] | None = None,
     lending: Mapping[str, object] | None = None,
     topology: Mapping[str, object] | None = None,
+    power: Mapping[str, object] | None = None,
 ) -> tuple[int, bytes]: ...
 def hostlists(
     prefix: str, ranges: object, range_first: object, range_count: object, /

@@ -142,6 +142,54 @@ class Lending:
 
 
 @dataclass(frozen=True)
+class PowerSaving:
+    """Slurm's power saving on a pool (slurm/_core/power.c): a node idle for ``suspend_time_s``
+    (``SuspendTime``) powers down, and a job given one waits ``boot_s`` for it to be up (at most
+    ``ResumeTimeout``). Nodes start powered down, as cloud nodes do (``State=CLOUD``)."""
+
+    suspend_time_s: float
+    boot_s: float
+
+    def record(self, nodes: int) -> PowerRecord:
+        """The record the engine fills in, as it stands before a run: every node powered down."""
+        return PowerRecord(
+            self.suspend_time_s,
+            np.full(nodes, -self.suspend_time_s),
+            np.zeros(nodes),
+            np.zeros(nodes, dtype=np.int32),
+        )
+
+    def for_engine(self, record: PowerRecord) -> dict[str, object]:
+        return {
+            "plugin": "power_save",
+            "suspend_time_s": float(self.suspend_time_s),
+            "boot_s": float(self.boot_s),
+            "idle_since_s": record.idle_since_s,
+            "powered_down_s": record.powered_down_s,
+            "boots": record.boots,
+        }
+
+
+@dataclass(frozen=True)
+class PowerRecord:
+    """What power saving did to each node of a pool: when it last went idle (``idle_since_s``), the
+    seconds it was powered down before its last boot (``powered_down_s``) and its ``boots``."""
+
+    suspend_time_s: float
+    idle_since_s: Float64
+    powered_down_s: Float64
+    boots: Int32
+
+    @property
+    def node_s_up(self) -> float:
+        """Node-seconds up, from t = 0 until each node powers down after its last job: a node is
+        paid while it is up, booting included, and until it suspends, even past a measuring
+        window that ends sooner."""
+        down_at = np.where(np.isnan(self.idle_since_s), np.nan, self.idle_since_s + self.suspend_time_s)
+        return float(np.nansum(np.maximum(down_at - self.powered_down_s, 0.0)))
+
+
+@dataclass(frozen=True)
 class BatchSchedule:
     start_s: Float64  # first start; NaN: never started (rejected)
     end_s: Float64  # last end
@@ -158,6 +206,7 @@ class BatchSchedule:
     _ranges: Int32  # (first node, count) pairs
     _range_first: Int64
     _range_count: Int32
+    power: PowerRecord | None = None  # the nodes' power states, under power saving
 
     def node_ranges(self) -> tuple[Int64, Int64, Int64]:
         """Each (first node, count) range of nodes a job ran on, with the job's index."""
@@ -200,6 +249,7 @@ def run_batch(
     per_gpu: Bool | None = None,
     submitted_early: Bool | None = None,
     cpus_memory: CpusMemory | None = None,
+    power: PowerSaving | None = None,
 ) -> BatchSchedule:
     """Simulate ``jobs`` on ``pool`` with one object per piece, each read by name by its compiled
     piece: the scheduling pass ``scheduler`` (``sched/builtin``, ``sched/easy``, ``sched/backfill``
@@ -214,7 +264,8 @@ def run_batch(
     blocks of nodes. A job ``submitted_early`` (sbatch --begin) becomes eligible at its submit time
     without asking a pass on its own clock to run. With ``cpus_memory`` the jobs sharing nodes also
     hold CPUs and memory, fit a node only with enough of both free, and are placed by the nodes'
-    free CPUs (select/cons_tres).
+    free CPUs (select/cons_tres). With ``power`` (``PowerSaving``) idle nodes power down and a job
+    on one starts after its boot; the schedule's ``power`` tells each node's time powered down.
 
     A job that asks more nodes, or more GPUs per node, than the pool has can never run: it is
     rejected at arrival (``rejected``) and never queued, as are the jobs ``refused`` at submit."""
@@ -275,6 +326,7 @@ def run_batch(
     def optional(piece: EnginePiece | None, **outputs: npt.NDArray[Any]) -> dict[str, object] | None:
         return None if piece is None else settings(piece, **outputs)
 
+    power_record = None if power is None else power.record(pool.nodes)
     if m == 0:  # nothing to schedule (or a pool with no nodes left): skip the engine
         rows, ranges = 0, b""
     else:
@@ -304,6 +356,7 @@ def run_batch(
             reservations=optional(reservations),
             lending=optional(lending),
             topology=optional(topology),
+            power=None if power is None or power_record is None else power.for_engine(power_record),
         )
     if preemption is None:
         end = start + run_s
@@ -338,4 +391,5 @@ def run_batch(
         _ranges=np.frombuffer(ranges, dtype=np.int32),
         _range_first=range_first,
         _range_count=range_count,
+        power=power_record,
     )

@@ -35,6 +35,7 @@ from gpuplan.sim.outcome import (
     UNFINISHED,
     ModelRun,
     PoolSchedule,
+    PowerSaved,
     ServiceOutcome,
 )
 from gpuplan.sim.slurm.billing import billing, billing_weights
@@ -284,6 +285,8 @@ def simulate_slurm(
         if len(np.unique(job_tier)) > 1 or (priority is None and (preemption is not None or early.any())):
             priority = tiered(priority, job_tier, mf, clock, submitted_s[members])
         lend = (lending or {}).get(pool.name)
+        # power saving: not on a pool hybrid lends from (its lent nodes are the other side's)
+        power = settings.power_saving(pool.name) if lend is None else None
         pool_preemption = None if preemption is None else preemption.take(members)
         if lend is not None and pool_preemption is None:
             pool_preemption = requeue_state(checkpoint_s[members], settings.requeue_delay_s)
@@ -310,6 +313,7 @@ def simulate_slurm(
             topology=settings.topology,
             submitted_early=None if jobs.submitted_early is None else jobs.submitted_early[members],
             cpus_memory=holds if counts_cpus else None,
+            power=power,
         )
         if settings.topology is not None:
             blocks[members] = blocks_spanned(schedule, settings.topology.nodes_per_block)
@@ -327,7 +331,16 @@ def simulate_slurm(
         reason[members[held]] = schedule.held_reason[held]
         short = (schedule.held_by > 0) & ~held
         reason[members[short]] = _HELD_BY_REASON[schedule.held_by[short]]
-        schedules.append(PoolSchedule(pool, members, schedule, held_nodes, service_gpus))
+        saved = None
+        if power is not None and schedule.power is not None:
+            saved = PowerSaved(
+                batch_pool.nodes,
+                power.suspend_time_s,
+                power.boot_s,
+                schedule.power.node_s_up * pool.gpus_per_node / 3600.0,
+                int(schedule.power.boots.sum()),
+            )
+        schedules.append(PoolSchedule(pool, members, schedule, held_nodes, service_gpus, power=saved))
     simulate_s = time.perf_counter() - began
 
     state = np.where(killed, KILLED_AT_LIMIT, COMPLETED).astype(np.int8)

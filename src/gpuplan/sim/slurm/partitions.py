@@ -43,6 +43,8 @@ class Partition:
     def_mem_per_gpu: int = 0
     def_mem_per_cpu: int = 0
     def_mem_per_node: int = 0
+    suspend_time_s: float | None = None  # SuspendTime of its nodes (None: the cluster's)
+    resume_timeout_s: float | None = None  # ResumeTimeout of its nodes (None: the cluster's)
 
 
 def partition_table(defined: tuple[Partition, ...], pools: list[Pool]) -> list[Partition]:

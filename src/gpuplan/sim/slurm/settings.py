@@ -8,6 +8,7 @@ import math
 from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+from gpuplan.sim.engine.core import PowerSaving
 from gpuplan.sim.slurm.partitions import Partition
 from gpuplan.sim.slurm.preemption import DEFAULT_REQUEUE_DELAY_S
 from gpuplan.sim.slurm.priority import MultifactorSettings
@@ -69,6 +70,25 @@ class SlurmSettings:
     backfill_start_s: float | None = None
     # AccountingStorageEnforce; without "limits" a job's use after the last decay tick is lost
     accounting_storage_enforce: tuple[str, ...] = ("associations", "limits", "qos")
+    # power saving (power_save.c): SuspendTime (None: INFINITE, off) and ResumeTimeout, the
+    # cluster's (a partition's own win for its nodes), and how long a node takes to boot
+    # (gpuplan's; None: its ResumeTimeout)
+    suspend_time_s: float | None = None
+    resume_timeout_s: float = 60.0
+    node_boot_s: float | None = None
+
+    def power_saving(self, pool: str) -> PowerSaving | None:
+        """Power saving on ``pool``'s nodes: the highest SuspendTime and ResumeTimeout of the
+        partitions over it that set one, else the cluster's (power_save.c:_set_partition_options);
+        None when its SuspendTime is INFINITE."""
+        over = [p for p in self.partitions if p.pool == pool]
+        suspends = [p.suspend_time_s for p in over if p.suspend_time_s is not None]
+        timeouts = [p.resume_timeout_s for p in over if p.resume_timeout_s is not None]
+        suspend = max(suspends) if suspends else self.suspend_time_s
+        if suspend is None:
+            return None
+        timeout = max(timeouts) if timeouts else self.resume_timeout_s
+        return PowerSaving(suspend, timeout if self.node_boot_s is None else self.node_boot_s)
 
     def params(self, names: tuple[str, ...], epoch_s: float = 0.0) -> dict[str, float | int]:
         """The scheduling pass's settings ``names`` by name, in the units the engine reads (seconds;
@@ -132,6 +152,10 @@ class SlurmSettings:
             echoed |= {"preempt_type": self.preempt_type, "preempt_mode": self.preempt_mode}
             if self.preempt_youngest_first:
                 echoed["preempt_youngest_first"] = True
+        if self.suspend_time_s is not None or any(p.suspend_time_s is not None for p in self.partitions):
+            echoed |= {"suspend_time": self.suspend_time_s, "resume_timeout": self.resume_timeout_s}
+            if self.node_boot_s is not None:
+                echoed["node_boot_time"] = self.node_boot_s
         return echoed
 
 
@@ -192,6 +216,8 @@ def from_scenario(spec: SlurmSection) -> SlurmSettings:
                 p.def_mem_per_gpu,
                 p.def_mem_per_cpu,
                 p.def_mem_per_node,
+                p.suspend_time,
+                p.resume_timeout,
             )
             for p in spec.partitions
         ),
@@ -219,6 +245,9 @@ def from_scenario(spec: SlurmSection) -> SlurmSettings:
         preempt_mode=spec.preempt_mode,
         requeue_delay_s=spec.requeue_delay,
         preempt_youngest_first=spec.preempt_youngest_first,
+        suspend_time_s=spec.suspend_time,
+        resume_timeout_s=spec.resume_timeout,
+        node_boot_s=spec.node_boot_time,
     )
 
 

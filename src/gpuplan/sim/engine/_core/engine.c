@@ -118,12 +118,23 @@ int gp_enable_node_off(Sim *sim) {
     return sim->node_off ? 0 : -1;
 }
 
+int gp_enable_power(Sim *sim) {
+    if (sim->power_down) return 0;
+    sim->power_down = gp_calloc(sim, (size_t)sim->n_words, sizeof(uint64_t));
+    sim->power_scratch = gp_calloc(sim, (size_t)sim->n_words, sizeof(uint64_t));
+    sim->power_nodes = gp_calloc(sim, (size_t)sim->total_nodes, sizeof(int32_t));
+    return sim->out_of_memory ? -1 : 0;
+}
+
 void gp_sim_free(Sim *sim) {
     for (int32_t k = sim->n_pieces - 1; k >= 0; k--)
         if (sim->pieces[k].hooks->free) sim->pieces[k].hooks->free(sim->pieces[k].state);
     if (sim->sched && sim->sched->free) sim->sched->free(sim->sched_state);
     PyMem_RawFree(sim->node_free);
     PyMem_RawFree(sim->node_off);
+    PyMem_RawFree(sim->power_down);
+    PyMem_RawFree(sim->power_scratch);
+    PyMem_RawFree(sim->power_nodes);
     PyMem_RawFree(sim->count_ge);
     PyMem_RawFree(sim->level_bits);
     PyMem_RawFree(sim->level_summary);
@@ -357,6 +368,75 @@ const uint64_t *gp_usable_bits(Sim *sim, int32_t job) {
     return usable;
 }
 
+/* ---- nodes up first (power saving) ------------------------------------------------------- */
+
+static inline int powered_down(const Sim *sim, int32_t node) {
+    return (int)((sim->power_down[node >> 6] >> (node & 63)) & 1);
+}
+
+/* Merge the ascending node_scratch[0, have) and other[0, n_other) into node_scratch, ascending
+ * (from the end, so in place). */
+static void merge_into_scratch(Sim *sim, int32_t have, const int32_t *other, int32_t n_other) {
+    int32_t *out = sim->node_scratch;
+    for (int32_t i = have - 1, j = n_other - 1, k = have + n_other - 1; j >= 0; k--)
+        out[k] = i >= 0 && out[i] > other[j] ? out[i--] : other[j--];
+}
+
+/* The select piece's choice of `count` of the `candidates`: those that are up when they are
+ * enough, else all of them and the rest of the job on powered-down nodes (power_down). */
+static int32_t select_choose(Sim *sim, const uint64_t *candidates, int32_t count, int32_t job, int on_overlay) {
+    const GpSelectOps *select = sim->select;
+    if (!sim->power_down) return select->choose(sim, sim->select_state, candidates, count, job, on_overlay);
+    uint64_t *part = sim->power_scratch;
+    int32_t up = 0;
+    for (int32_t w = 0; w < sim->n_words; w++) {
+        part[w] = candidates[w] & ~sim->power_down[w];
+        up += __builtin_popcountll(part[w]);
+    }
+    if (up >= count) return select->choose(sim, sim->select_state, part, count, job, on_overlay);
+    if (up == 0) return select->choose(sim, sim->select_state, candidates, count, job, on_overlay);
+    int32_t *up_nodes = sim->power_nodes, n_up = 0;
+    for (int32_t w = 0; w < sim->n_words; w++) {
+        for (uint64_t b = part[w]; b; b &= b - 1) up_nodes[n_up++] = 64 * w + __builtin_ctzll(b);
+        part[w] = candidates[w] & sim->power_down[w];
+    }
+    int32_t found = select->choose(sim, sim->select_state, part, count - up, job, on_overlay);
+    if (found < count - up) return up + found;
+    merge_into_scratch(sim, found, up_nodes, up);
+    return count;
+}
+
+/* Of the `found` nodes in node_scratch (ascending), the `count` lowest-numbered that are up, and
+ * the lowest-numbered powered-down ones after them, ascending. */
+static int32_t lowest_up_first(Sim *sim, int32_t found, int32_t count) {
+    if (found <= count) return found;
+    int32_t *down = sim->power_nodes, up = 0, n_down = 0;
+    for (int32_t k = 0; k < found; k++) {
+        int32_t node = sim->node_scratch[k];
+        if (powered_down(sim, node))
+            down[n_down++] = node;
+        else
+            sim->node_scratch[up++] = node;
+    }
+    if (up < count) merge_into_scratch(sim, up, down, count - up);
+    return count;
+}
+
+/* Topology's pick of `count` of the `eligible` nodes in node_scratch: among those up when it
+ * finds a place there, else among all. */
+static int32_t place_pick(Sim *sim, int32_t eligible, int32_t count) {
+    if (eligible < count) return eligible;
+    if (sim->power_down) {
+        int32_t *all = sim->power_nodes, up = 0;
+        memcpy(all, sim->node_scratch, (size_t)eligible * sizeof(int32_t));
+        for (int32_t k = 0; k < eligible; k++)
+            if (!powered_down(sim, all[k])) sim->node_scratch[up++] = all[k];
+        if (up >= count && sim->place->pick(sim, sim->place_state, up, count) == count) return count;
+        memcpy(sim->node_scratch, all, (size_t)eligible * sizeof(int32_t));
+    }
+    return sim->place->pick(sim, sim->place_state, eligible, count);
+}
+
 int32_t gp_find_nodes(Sim *sim, int32_t job, double until) {
     int32_t count = sim->nodes[job], gpus = sim->gpn[job];
     const uint64_t *summary = sim->level_summary + (size_t)(gpus - 1) * sim->n_summary;
@@ -366,8 +446,9 @@ int32_t gp_find_nodes(Sim *sim, int32_t job, double until) {
     int by_select = !by_group && gp_counts_res(sim, job) && !sim->select->lowest_numbered;
     const uint64_t *bits = by_select ? gp_usable_bits(sim, job) : gp_level_bits(sim, gpus);
     const GpHoldOps *hold = sim->hold;
-    if (by_select && !hold) return sim->select->choose(sim, sim->select_state, bits, count, job, 0);
-    int32_t want = by_group || by_select ? sim->total_nodes : count;
+    if (by_select && !hold) return select_choose(sim, bits, count, job, 0);
+    /* with nodes powered down, the lowest-numbered nodes up go first: every candidate is needed */
+    int32_t want = by_group || by_select || sim->power_down ? sim->total_nodes : count;
     int32_t found = 0;
     int check_res = gp_res_binds(sim, job) && !by_select; /* by_select: `bits` holds only fitting nodes */
     for (int32_t s = 0; s < sim->n_summary && found < want; s++) {
@@ -381,14 +462,15 @@ int32_t gp_find_nodes(Sim *sim, int32_t job, double until) {
             }
         }
     }
-    if (by_group) return found < count ? found : sim->place->pick(sim, sim->place_state, found, count);
-    if (!by_select || found < count) return found;
+    if (by_group) return place_pick(sim, found, count);
+    if (!by_select) return sim->power_down ? lowest_up_first(sim, found, count) : found;
+    if (found < count) return found;
     /* the nodes found, as candidates for the select piece */
     uint64_t *candidates = sim->usable_scratch;
     memset(candidates, 0, (size_t)sim->n_words * sizeof(uint64_t));
     for (int32_t k = 0; k < found; k++)
         candidates[sim->node_scratch[k] >> 6] |= UINT64_C(1) << (sim->node_scratch[k] & 63);
-    return sim->select->choose(sim, sim->select_state, candidates, count, job, 0);
+    return select_choose(sim, candidates, count, job, 0);
 }
 
 void gp_note_held(Sim *sim, int32_t job, double until) {
@@ -406,12 +488,11 @@ void gp_note_held(Sim *sim, int32_t job, double until) {
 }
 
 int32_t gp_choose_nodes(Sim *sim, const uint64_t *candidates, int32_t count, int32_t job, int on_overlay) {
-    if (!(sim->place && count > 1))
-        return sim->select->choose(sim, sim->select_state, candidates, count, job, on_overlay);
+    if (!(sim->place && count > 1)) return select_choose(sim, candidates, count, job, on_overlay);
     int32_t found = 0; /* topology: every candidate, then the groups decide */
     for (int32_t w = 0; w < sim->n_words; w++)
         for (uint64_t b = candidates[w]; b; b &= b - 1) sim->node_scratch[found++] = 64 * w + __builtin_ctzll(b);
-    return found < count ? found : sim->place->pick(sim, sim->place_state, found, count);
+    return place_pick(sim, found, count);
 }
 
 /* Whole nodes [first, first + run) go from all GPUs free to none (take) or back (!take), a
@@ -593,8 +674,8 @@ static void start_job(Sim *sim, int32_t slot, double now, int whole_lowest);
 
 void gp_start_slot(Sim *sim, int32_t slot, double now) {
     int32_t job = sim->q_job[slot];
-    int whole_lowest =
-        sim->gpn[job] == sim->node_gpus && !sim->hold && !sim->node_off && !(sim->place && sim->nodes[job] > 1);
+    int whole_lowest = sim->gpn[job] == sim->node_gpus && !sim->hold && !sim->node_off && !sim->power_down &&
+                       !(sim->place && sim->nodes[job] > 1);
     int32_t found;
     if (whole_lowest && !sim->select->lowest_numbered) {
         found = gp_choose_nodes(sim, gp_free_bits(sim), sim->nodes[job], job, 0);
@@ -620,10 +701,6 @@ static void start_job(Sim *sim, int32_t slot, double now, int whole_lowest) {
     sim->q_holes++;
     for (int32_t k = 0; k < sim->n_pieces; k++)
         if (sim->pieces[k].hooks->job_started) sim->pieces[k].hooks->job_started(sim, sim->pieces[k].state, job, now);
-    if (isnan(sim->start[job]))
-        sim->start[job] = now;
-    else /* a requeued job keeps its first start; it runs again, with a new planned end */
-        sim->ends_moved++;
     sim->busy_gpus += sim->gpus[job];
     if (sim->job_cpus) {
         sim->busy_cpus += (int64_t)sim->job_cpus[job] * sim->nodes[job];
@@ -633,13 +710,24 @@ static void start_job(Sim *sim, int32_t slot, double now, int whole_lowest) {
         take_whole_lowest(sim, job, sim->nodes[job]);
     else
         take_nodes(sim, job, sim->nodes[job], sim->gpn[job]);
+    /* it runs when its nodes are up (a piece's start_delay: nodes booting) */
+    double runs_from = now;
+    for (int32_t k = 0; k < sim->n_pieces; k++)
+        if (sim->pieces[k].hooks->start_delay) {
+            double at = now + sim->pieces[k].hooks->start_delay(sim, sim->pieces[k].state, job, now);
+            if (at > runs_from) runs_from = at;
+        }
+    if (isnan(sim->start[job]))
+        sim->start[job] = runs_from;
+    else /* a requeued job keeps its first start; it runs again, with a new planned end */
+        sim->ends_moved++;
     double run = sim->attempt_run[job];
-    if (sim->attempt_start) sim->attempt_start[job] = now;
-    sim->end_time[job] = now + run;
-    gp_event_push(sim, &sim->end_heap, &sim->end_len, &sim->end_cap, (GpEvent){now + run, job});
+    if (sim->attempt_start) sim->attempt_start[job] = runs_from;
+    sim->end_time[job] = runs_from + run;
+    gp_event_push(sim, &sim->end_heap, &sim->end_len, &sim->end_cap, (GpEvent){runs_from + run, job});
     /* Slurm stamps a start with time(NULL), whole seconds, and plans its end a time limit later
      * (node_scheduler.c:select_nodes, job_mgr.c:job_end_time_reset) */
-    sim->est_end[job] = floor(now) + sim->estimate[job];
+    sim->est_end[job] = floor(runs_from) + sim->estimate[job];
     sim->est_len++;
     est_sift_up(sim, sim->est_len - 1, job);
 }

@@ -88,6 +88,10 @@ typedef struct {
     /* a job's end event fell due: 1 when the piece took over (a preempted job leaving early) */
     int (*end_due)(Sim *sim, void *state, int32_t job, double now);
     void (*free)(void *state);
+    /* a job was given its nodes at `now` (its ranges): how long it waits on them before it runs
+     * (nodes powering up: it runs, and its time limit counts, from then on, as Slurm resets a job's
+     * start time when its nodes are up, job_mgr.c:job_config_fini) */
+    double (*start_delay)(Sim *sim, void *state, int32_t job, double now);
 } GpHooks;
 
 typedef struct {
@@ -150,6 +154,13 @@ struct Sim {
     int32_t n_words;
     int32_t n_summary;
     int32_t *node_scratch; /* nodes found for a job */
+    /* Nodes powered down (power saving, power_save.c), a bitmap of n_words words, or NULL: every
+     * node is up. A powered-down node takes a job, which then waits for it to boot (start_delay),
+     * so node choice takes the nodes that are up first: node_scheduler.c:_pick_best_nodes puts
+     * powered-down nodes in a node set of a higher scheduling weight. */
+    uint64_t *power_down;
+    uint64_t *power_scratch; /* n_words: candidates by power state */
+    int32_t *power_nodes;    /* total_nodes: nodes set aside while the others are chosen */
     /* CPUs and memory (select/cons_tres, SelectTypeParameters=CR_Core or CR_Core_Memory), or NULL
      * job_cpus: not counted. Every node has node_cpus CPUs and node_mem MB; a job sharing nodes
      * (gpn < node_gpus) holds job_cpus[job] CPUs and job_mem[job] MB on each of its nodes and fits
@@ -274,6 +285,8 @@ int gp_enable_cpus(Sim *sim, int32_t node_cpus, int32_t node_mem, const int32_t 
                    const int32_t *mem, uint8_t *held_by);
 /* Nodes may go off (lending): allocate node_off. */
 int gp_enable_node_off(Sim *sim);
+/* Nodes may be powered down (power saving): allocate power_down (all up) and its scratch. */
+int gp_enable_power(Sim *sim);
 
 /* ---- nodes ----------------------------------------------------------------------------------- */
 

@@ -26,6 +26,7 @@ static const Kind KINDS[] = {
     {"priority", GP_PRIORITY_PLUGINS, 0},     {"qos", GP_QOS_PLUGINS, 0},
     {"preempt", GP_PREEMPT_PLUGINS, 0},       {"reservations", GP_RESERVATION_PLUGINS, 0},
     {"lending", GP_LENDING_PLUGINS, 0},       {"topology", GP_TOPOLOGY_PLUGINS, 0},
+    {"power", GP_POWER_PLUGINS, 0},
 };
 #define N_KINDS ((int)(sizeof(KINDS) / sizeof(KINDS[0])))
 
@@ -78,7 +79,8 @@ static int setup_piece(Sim *sim, const Kind *kind, PyObject *mapping, GpBuffers 
 
 PyDoc_STRVAR(simulate_doc,
              "simulate(*, cluster, jobs, results, timeline, scheduler, select, priority=None, qos=None,\n"
-             "         preempt=None, reservations=None, lending=None, topology=None) -> (rows, ranges)\n"
+             "         preempt=None, reservations=None, lending=None, topology=None, power=None)\n"
+             "         -> (rows, ranges)\n"
              "--\n\n"
              "Run the batch engine. Every argument is a mapping read by name: cluster (nodes,\n"
              "gpus_per_node; cpus_per_node and mem_per_node_mb to count CPUs and memory), jobs\n"
@@ -92,13 +94,13 @@ PyDoc_STRVAR(simulate_doc,
 static PyObject *simulate(PyObject *self, PyObject *args, PyObject *kwargs) {
     (void)self;
     static char *keywords[] = {"cluster", "jobs", "results", "timeline", "scheduler", "select", "priority",
-                               "qos", "preempt", "reservations", "lending", "topology", NULL};
+                               "qos", "preempt", "reservations", "lending", "topology", "power", NULL};
     PyObject *cluster = NULL, *jobs = NULL, *results = NULL, *timeline = NULL;
     PyObject *pieces[N_KINDS];
     for (int k = 0; k < N_KINDS; k++) pieces[k] = Py_None;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|$OOOOOOOOOOOO", keywords, &cluster, &jobs, &results, &timeline,
-                                     &pieces[0], &pieces[1], &pieces[2], &pieces[3], &pieces[4], &pieces[5],
-                                     &pieces[6], &pieces[7]))
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|$OOOOOOOOOOOOO", keywords, &cluster, &jobs, &results,
+                                     &timeline, &pieces[0], &pieces[1], &pieces[2], &pieces[3], &pieces[4],
+                                     &pieces[5], &pieces[6], &pieces[7], &pieces[8]))
         return NULL;
     if (!cluster || !jobs || !results || !timeline) {
         PyErr_SetString(PyExc_TypeError, "simulate: cluster, jobs, results and timeline are required");

@@ -17,5 +17,6 @@ extern const GpPlugin GP_PREEMPT_PLUGINS[];      /* preempt.c: preempt/partition
 extern const GpPlugin GP_RESERVATION_PLUGINS[];  /* reservations.c: advance reservations */
 extern const GpPlugin GP_LENDING_PLUGINS[];      /* lending.c: nodes lent to another side */
 extern const GpPlugin GP_TOPOLOGY_PLUGINS[];     /* topology.c: topology/block, topology/tree */
+extern const GpPlugin GP_POWER_PLUGINS[];        /* power.c: power saving (SuspendTime) */
 
 #endif

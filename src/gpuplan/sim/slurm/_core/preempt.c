@@ -52,7 +52,7 @@ void gp_preempt_vacate(Sim *sim, int32_t job, double now, int mode) {
     sim->end_time[job] = NAN; /* its pending end event is stale now */
     p->vacating[job] = 0;
     p->preemptions[job]++;
-    double executed = now - sim->attempt_start[job];
+    double executed = fmax(now - sim->attempt_start[job], 0.0); /* (vacated while its nodes booted: none) */
     double gpus = (double)sim->gpus[job];
     if (mode == GP_PREEMPT_CANCEL) {
         p->cancelled[job] = 1;
