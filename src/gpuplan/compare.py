@@ -40,7 +40,7 @@ from gpuplan import __version__
 from gpuplan.cost.book import PriceBook, price_book
 from gpuplan.cost.costs import apply_costs
 from gpuplan.errors import GpuplanError, InputError, Interrupted
-from gpuplan.inputs import Input, draws_at_random, is_scenario, load_input, with_seed
+from gpuplan.inputs import Input, InputOptions, draws_at_random, is_scenario, load_input, with_seed
 from gpuplan.metrics.diagnose import diagnose, diagnosis_sentence, over_seeds
 from gpuplan.metrics.replications import MAX_SEEDS, fold, replication_seeds
 from gpuplan.metrics.summary import remeasure, summarize
@@ -63,6 +63,9 @@ class CompareRequest:
     processes: int | None = None  # default: one per core, at most one per (model, seed)
     command: str = "compare"  # the command the manifest records (recommend runs a comparison)
     seeds: int = DEFAULT_SEEDS  # draws of the scenario's synthesis (one when it draws nothing)
+    sets: tuple[str, ...] = ()  # --set PATH=VALUE: the scenario's fields changed for the run
+    # a model's own changes on top of them (recommend --size: each model at its least-cost size)
+    model_sets: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 @dataclass
@@ -75,7 +78,7 @@ class CompareResult:
 
 
 @dataclass
-class _ModelResult:
+class ModelSeedResult:
     name: str
     seed: int
     summary: dict[str, Any] | None = None
@@ -84,7 +87,7 @@ class _ModelResult:
     split: dict[str, int] | None = None  # the hybrid's split given in memory (a split search's)
 
 
-def _run_model(
+def run_model_seed(
     loaded: Input,
     read_s: float,
     name: str,
@@ -92,7 +95,7 @@ def _run_model(
     keep_tables: bool,
     split: dict[str, int] | None = None,
     clock: memoryview | None = None,
-) -> _ModelResult:
+) -> ModelSeedResult:
     """One model on one seed, start to end (in a worker process, forked with the input already
     read): synthesise the seed's workload, simulate (the hybrid with ``split`` when given; the
     engine writing its simulated time to ``clock``), summarise."""
@@ -117,9 +120,9 @@ def _run_model(
             "simulate": run.simulate_s,
             "write": time.perf_counter() - began,
         }
-        return _ModelResult(name, seed, summary, tables, split=split)
+        return ModelSeedResult(name, seed, summary, tables, split=split)
     except GpuplanError as exc:  # crosses the process boundary as text
-        return _ModelResult(name, seed, error=str(exc), split=split)
+        return ModelSeedResult(name, seed, error=str(exc), split=split)
 
 
 def seeds_of(loaded: Input, count: int) -> tuple[list[int], str | None]:
@@ -158,7 +161,7 @@ def compare(
             path=request.scenario,
         )
     began = time.perf_counter()
-    loaded = load_input(request.scenario)  # once: the workers are forked with it
+    loaded = load_input(request.scenario, InputOptions(sets=request.sets))  # once: forked with it
     read_s = time.perf_counter() - began
     assert loaded.scenario is not None
     names: Sequence[str] = request.models or loaded.scenario.scenario.models.compare
@@ -166,19 +169,24 @@ def compare(
         MODELS.get(name).load()  # before the workers are forked, so that none imports it again
     seeds, once = seeds_of(loaded, request.seeds)
     book = price_book(loaded.scenario)
+    model_input = {  # a model with changes of its own reads the scenario with them (same jobs)
+        name: load_input(request.scenario, InputOptions(sets=request.sets + request.model_sets[name]))
+        for name in names
+        if request.model_sets.get(name)
+    }
     horizon_s = float(loaded.scenario.scenario.horizon)
     runs = [(name, seed) for seed in seeds for name in names]
     clocks = Clocks(runs, horizon_s)
     calls = [
-        (loaded, read_s, name, seed, seed == seeds[0], None, clocks.slot(k))
+        (model_input.get(name, loaded), read_s, name, seed, seed == seeds[0], None, clocks.slot(k))
         for k, (name, seed) in enumerate(runs)
     ]
     processes = min(request.processes or os.cpu_count() or 1, len(calls))
-    results: dict[tuple[str, int], _ModelResult] = {}
+    results: dict[tuple[str, int], ModelSeedResult] = {}
     if on_start:
         on_start(clocks)
 
-    def finished(result: _ModelResult) -> None:
+    def finished(result: ModelSeedResult) -> None:
         results[result.name, result.seed] = result
         clocks.finished(runs.index((result.name, result.seed)))
         if on_done:
@@ -187,21 +195,22 @@ def compare(
     run = manifest.describe_run(request.command, loaded, request.scenario, names)
     search = None
     try:
-        run_all(_run_model, calls, processes, finished)
+        run_all(run_model_seed, calls, processes, finished)
         if "hybrid" in names:
-            search = _search_split(loaded, read_s, results, names, seeds, processes, on_done, book)
+            hybrid = model_input.get("hybrid", loaded)
+            search = _search_split(hybrid, read_s, results, names, seeds, processes, on_done, book)
     except KeyboardInterrupt:  # (during the split search: the proposal's runs stand)
         done = [name for name in names if all((name, seed) in results for seed in seeds)]
         missing = [name for name in names if name not in done]
         if not done:
             raise Interrupted("interrupted before any model finished: nothing was written") from None
         partial = {"missing_models": missing, "why": "interrupted"}
-        _write(request.out, loaded, _gather(results, done, seeds, horizon_s, once, book), run, partial)
+        _write(request.out, loaded, gather_seeds(results, done, seeds, horizon_s, once, book), run, partial)
         raise Interrupted(
             f"interrupted: wrote {', '.join(done)} to {request.out} as a partial result "
             f"(not run: {', '.join(missing)})"
         ) from None
-    gathered = _gather(results, names, seeds, horizon_s, once, book)
+    gathered = gather_seeds(results, names, seeds, horizon_s, once, book)
     if search is not None and "hybrid" in gathered.models:  # (not when refused on another seed)
         for body in [gathered.models["hybrid"], *(m["hybrid"] for m in gathered.per_seed.values())]:
             body["split_search"] = search
@@ -210,6 +219,9 @@ def compare(
             "every model refused the scenario: "
             + "; ".join(f"{name}: {why}" for name, why in gathered.refused.items())
         )
+    for name, sets in request.model_sets.items():
+        if name in gathered.models:
+            gathered.models[name]["set"] = list(sets)
     summary, files = _write(request.out, loaded, gathered, run)
     warnings = list(loaded.warnings)
     warnings += [f"{name} refused the scenario: {why}" for name, why in gathered.refused.items()]
@@ -224,7 +236,7 @@ def compare(
 def _search_split(
     loaded: Input,
     read_s: float,
-    results: dict[tuple[str, int], _ModelResult],
+    results: dict[tuple[str, int], ModelSeedResult],
     names: Sequence[str],
     seeds: list[int],
     processes: int,
@@ -250,7 +262,7 @@ def _search_split(
     if not any(v is not None for v in targets.values()):
         return None  # no target to size against
 
-    def misses(runs: dict[int, _ModelResult]) -> int:
+    def misses(runs: dict[int, ModelSeedResult]) -> int:
         for seed, result in runs.items():
             if result.summary is None:
                 return len(targets) * len(seeds) + 1  # refused: worse than any miss
@@ -265,7 +277,7 @@ def _search_split(
         return None
     setup = MODELS.get("hybrid").setup(loaded)
     tried = candidate_splits(loaded.workload, setup.pools, setup.settings)[:1]  # the proposal
-    trials: dict[tuple[int, int], _ModelResult] = {(0, seed): run for seed, run in proposal.items()}
+    trials: dict[tuple[int, int], ModelSeedResult] = {(0, seed): run for seed, run in proposal.items()}
 
     def judge(splits: list[dict[str, int]]) -> None:
         """Run the splits not yet tried on every seed, and count their misses."""
@@ -273,7 +285,7 @@ def _search_split(
         first_new = len(tried)
         tried.extend(fresh)
 
-        def finished(result: _ModelResult) -> None:
+        def finished(result: ModelSeedResult) -> None:
             k = tried.index(result.split or {})
             trials[k, result.seed] = result
             if on_done:
@@ -283,7 +295,7 @@ def _search_split(
         calls = [
             (loaded, read_s, "hybrid", seed, seed == seeds[0], split) for split in fresh for seed in seeds
         ]
-        run_all(_run_model, calls, processes, finished)
+        run_all(run_model_seed, calls, processes, finished)
         missed.extend(misses({seed: trials[k, seed] for seed in seeds}) for k in range(first_new, len(tried)))
 
     def best() -> int:
@@ -308,7 +320,7 @@ def _search_split(
 
 
 @dataclass
-class _Gathered:
+class Gathered:
     """Every model's figures over the seeds, ready to write."""
 
     models: dict[str, dict[str, Any]]  # folded over the seeds
@@ -318,14 +330,14 @@ class _Gathered:
     replications: dict[str, Any]
 
 
-def _gather(
-    results: dict[tuple[str, int], _ModelResult],
+def gather_seeds(
+    results: dict[tuple[str, int], ModelSeedResult],
     names: Sequence[str],
     seeds: list[int],
     horizon_s: float,
     once: str | None,
     book: PriceBook,
-) -> _Gathered:
+) -> Gathered:
     """Refusals apart, each seed's summaries over one window, then folded over the seeds."""
     refused: dict[str, str] = {}
     for name in names:
@@ -357,13 +369,13 @@ def _gather(
         "window_end_s": dict(zip((str(s) for s in seeds), windows, strict=True)),
         **({"note": once} if once else {}),
     }
-    return _Gathered(models, per_seed, tables, refused, replications)
+    return Gathered(models, per_seed, tables, refused, replications)
 
 
 def _write(
     out: Path,
     loaded: Input,
-    gathered: _Gathered,
+    gathered: Gathered,
     run: manifest.Run,
     partial: dict[str, Any] | None = None,
 ) -> tuple[dict[str, Any], list[Path]]:

@@ -24,13 +24,15 @@ SCENARIO_SUFFIXES = (".yaml", ".yml")
 
 @dataclass(frozen=True)
 class InputOptions:
-    """How to read a trace (a scenario needs none of these)."""
+    """How to read a trace, or the fields of a scenario changed for the run (``sets``: ``--set
+    PATH=VALUE``, gpuplan.scenario.overrides)."""
 
     format: str | None = None  # default: told from the file
     nodes: int | None = None  # cluster size (default: the trace header's, else the largest job)
     gpus_per_node: int | None = None  # default: 1 for SWF processors, 8 for GPU traces
     skip_bad_lines: bool = False
     node_list: Path | None = None  # nodes of a pod trace's cluster (default: the node list beside it)
+    sets: tuple[str, ...] = ()  # a scenario's --set PATH=VALUE
 
 
 @dataclass(frozen=True)
@@ -161,9 +163,10 @@ def load_input(path: Path, options: InputOptions | None = None) -> Input:
                 "a scenario sizes its own pools (cluster.pools)", field="--nodes/--gpus-per-node/--node-list"
             )
         from gpuplan.scenario.load import load_scenario
+        from gpuplan.scenario.overrides import parse_overrides
         from gpuplan.workload.synthesis import synthesize
 
-        loaded = load_scenario(path)
+        loaded = load_scenario(path, parse_overrides(options.sets))
         workload = synthesize(loaded)
         pools = scenario_pools(loaded)
         info = {
@@ -174,7 +177,11 @@ def load_input(path: Path, options: InputOptions | None = None) -> Input:
             "jobs": len(workload.jobs),
             "services": len(workload.services),
         }
+        if options.sets:
+            info["set"] = list(options.sets)  # read back with the scenario (report, the manifest)
         return Input(workload, pools, info, scenario=loaded, warnings=list(loaded.warnings))
+    if options.sets:
+        raise InputError("--set changes a scenario's fields: a trace has none", path=path, field="--set")
     format = options.format or detect_format(path)
     if gpus_per_node is None:
         gpus_per_node = default_gpus_per_node(format)

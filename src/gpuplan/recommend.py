@@ -23,6 +23,8 @@ class RecommendRequest:
     out: Path = Path("gpuplan-out")
     processes: int | None = None
     seeds: int = DEFAULT_SEEDS
+    sets: tuple[str, ...] = ()  # --set PATH=VALUE
+    model_sets: dict[str, tuple[str, ...]] = field(default_factory=dict)  # per model (recommend --size)
 
 
 @dataclass
@@ -48,7 +50,16 @@ def recommend(
     each model and each step, ``on_start`` as compare's."""
     scenario = request.scenario or bundled_example()
     compared = compare(
-        CompareRequest(scenario, None, request.out, request.processes, "recommend", request.seeds),
+        CompareRequest(
+            scenario,
+            None,
+            request.out,
+            request.processes,
+            "recommend",
+            request.seeds,
+            request.sets,
+            request.model_sets,
+        ),
         on_step,
         on_start,
     )

@@ -416,3 +416,12 @@ def test_a_criteria_file_is_read_with_bounds_and_line_numbers(tmp_path: Path) ->
     bomb.write_text("\n".join(rows) + "\n")
     with pytest.raises(InputError, match=r"bomb\.yaml:\d+: more than"):
         load_criteria(bomb)
+
+
+def test_target_misses_reads_the_cost_per_month_of_a_summary_as_written() -> None:
+    # the budget target's figure is the advisor's (advisor.cost_usd_per_month), derived from cost
+    from gpuplan.advisor.scoring import target_misses
+
+    summary = {"cost": {"usd_per_month": 50_000.0}, "wait_s": {"p95": 60.0}}
+    assert target_misses(summary, {"budget_usd_per_month": 40_000.0}) == 1
+    assert target_misses(summary, {"budget_usd_per_month": 60_000.0}) == 0

@@ -30,7 +30,7 @@ from gpuplan.advisor.criteria import (
     WorkloadEvidence,
     load_criteria,
 )
-from gpuplan.advisor.evidence import Evidence, lookup
+from gpuplan.advisor.evidence import Evidence, lookup, outcome_figures
 from gpuplan.advisor.recommendation import (
     CriterionScore,
     Decision,
@@ -264,6 +264,8 @@ def target_misses(
     undone misses them all): what a search over a model's settings minimises.
 
     Example: ``target_misses(summary["models"]["hybrid"], {"p95_wait": 3600.0})``"""
+    if "advisor" not in outcome:  # a summary as written: the advisor's derived figures (cost per month)
+        outcome = outcome_figures(outcome)
     checks = _targets(criteria or load_criteria(), outcome, targets, [], _undone_share(outcome))
     return sum(1 for c in checks if c.status == "missed")
 

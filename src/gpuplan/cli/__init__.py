@@ -21,6 +21,8 @@ from gpuplan.cli.recommend import recommend
 from gpuplan.cli.report import report
 from gpuplan.cli.scenario import schema, validate
 from gpuplan.cli.simulate import simulate
+from gpuplan.cli.size import size
+from gpuplan.cli.sweep import sweep
 
 app = typer.Typer(
     name="gpuplan",
@@ -32,6 +34,8 @@ app = typer.Typer(
 app.command()(recommend)
 app.command(no_args_is_help=True)(simulate)
 app.command(no_args_is_help=True)(compare)
+app.command(no_args_is_help=True)(sweep)
+app.command(no_args_is_help=True)(size)
 app.command(no_args_is_help=True)(inspect)
 app.command(no_args_is_help=True)(validate)
 app.command()(schema)

@@ -69,6 +69,17 @@ ProcessesOption = Annotated[
     typer.Option(help="Worker processes [default: one per model, at most one per core].", min=1),
 ]
 
+SetOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--set",
+        metavar="PATH=VALUE",
+        help="Change one field of the scenario for this run (repeatable), validated as the file is: "
+        "cluster.pools.h100.nodes=32, models.slurm.bf_window=720, workloads.train.arrival.rate=20/day "
+        "(list items by name or [index]; the value is YAML).",
+    ),
+]
+
 SeedsOption = Annotated[
     int,
     typer.Option(

@@ -15,6 +15,7 @@ from gpuplan.cli.common import (
     ProcessesOption,
     QuietOption,
     SeedsOption,
+    SetOption,
     call,
     console,
     model_steps,
@@ -32,6 +33,7 @@ def compare(
         typer.Option("--model", help="A model to run (repeatable) [default: the scenario's models.compare]."),
     ] = None,
     seeds: SeedsOption = 5,
+    set_: SetOption = None,
     processes: ProcessesOption = None,
     out: OutOption = Path("gpuplan-out"),
     json_output: JsonOption = False,
@@ -45,7 +47,9 @@ def compare(
     from gpuplan.compare import CompareRequest
     from gpuplan.compare import compare as run_compare
 
-    request = CompareRequest(scenario, tuple(model) if model else None, out, processes, seeds=seeds)
+    request = CompareRequest(
+        scenario, tuple(model) if model else None, out, processes, seeds=seeds, sets=tuple(set_ or ())
+    )
     with model_steps("simulating the models", quiet or json_output) as (done, watch):
         result = call(lambda: run_compare(request, done, watch))
     warn(result.warnings, quiet)

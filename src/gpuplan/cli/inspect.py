@@ -16,6 +16,7 @@ from gpuplan.cli.common import (
     JsonOption,
     OutOption,
     QuietOption,
+    SetOption,
     SkipBadLinesOption,
     call,
     console,
@@ -30,6 +31,7 @@ def inspect(
     nodes: Annotated[
         int | None, typer.Option(help="Nodes of the cluster, for the offered load of a trace.", min=1)
     ] = None,
+    set_: SetOption = None,
     out: OutOption = Path("gpuplan-out"),
     json_output: JsonOption = False,
     skip_bad_lines: SkipBadLinesOption = False,
@@ -47,7 +49,7 @@ def inspect(
 
     request = InspectRequest(
         input=input,
-        options=InputOptions(trace_format, nodes, gpus_per_node, skip_bad_lines),
+        options=InputOptions(trace_format, nodes, gpus_per_node, skip_bad_lines, sets=tuple(set_ or ())),
         out=out,
     )
     result = call(lambda: run_inspect(request))

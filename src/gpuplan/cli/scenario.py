@@ -9,11 +9,12 @@ from typing import Annotated
 
 import typer
 
-from gpuplan.cli.common import QuietOption, error, user_errors, warn
+from gpuplan.cli.common import QuietOption, SetOption, error, user_errors, warn
 
 
 def validate(
     scenarios: Annotated[list[Path], typer.Argument(help="Scenario files to check.")],
+    set_: SetOption = None,
     quiet: QuietOption = False,
 ) -> None:
     """Check scenario files, and the workload lists they name: every problem is reported with its
@@ -23,11 +24,12 @@ def validate(
     """
     from gpuplan.errors import GpuplanError
     from gpuplan.scenario.load import check_workload_lists, load_scenario
+    from gpuplan.scenario.overrides import parse_overrides
 
     failed = False
     for path in scenarios:
         try:
-            loaded = load_scenario(path)
+            loaded = load_scenario(path, parse_overrides(set_ or ()))
             check_workload_lists(loaded)
         except GpuplanError as exc:
             failed = True

@@ -17,6 +17,7 @@ from gpuplan.cli.common import (
     JsonOption,
     OutOption,
     QuietOption,
+    SetOption,
     SkipBadLinesOption,
     call,
     console,
@@ -60,6 +61,7 @@ def simulate(
             "*_node_list_gpu_node.csv beside the pod list]."
         ),
     ] = None,
+    set_: SetOption = None,
     out: OutOption = Path("gpuplan-out"),
     json_output: JsonOption = False,
     skip_bad_lines: SkipBadLinesOption = False,
@@ -82,7 +84,9 @@ def simulate(
         input=input,
         model=model.value,
         backfill=None if backfill is None else backfill.value,
-        options=InputOptions(trace_format, nodes, gpus_per_node, skip_bad_lines, node_list),
+        options=InputOptions(
+            trace_format, nodes, gpus_per_node, skip_bad_lines, node_list, tuple(set_ or ())
+        ),
         out=out,
     )
     result = call(lambda: run_simulation(request))

@@ -47,6 +47,13 @@ def _echoed_input(summary: dict[str, Any], directory: Path) -> tuple[Path | None
     return None, info
 
 
+def _sets(summary: dict[str, Any]) -> tuple[str, ...]:
+    """The ``--set`` the run read its scenario with (summary.json ``input.set``)."""
+    info = summary.get("input")
+    sets = info.get("set") if isinstance(info, dict) else None
+    return tuple(s for s in sets if isinstance(s, str)) if isinstance(sets, list) else ()
+
+
 def _trace_options(summary: dict[str, Any], info: dict[str, Any]) -> InputOptions:
     """How the trace was read, from the cluster the first model simulated (one pool for a trace)."""
     first = next(iter(summary["models"].values()))
@@ -70,7 +77,7 @@ def find_input(
     ``inputs`` (the manifest's input files and their SHA-256) tell a file changed since the run: an
     error for the file summary.json names, a warning for one given with ``--scenario``."""
     if scenario is not None:
-        loaded = load_input(scenario)
+        loaded = load_input(scenario, InputOptions(sets=_sets(summary)))
         recorded = (inputs or {}).get(str(scenario))
         if recorded is not None and manifest.sha256(scenario) != recorded:
             return loaded, [f"{scenario} is not the file the run read (it changed since): as you asked"]
@@ -91,7 +98,7 @@ def find_input(
             path=path,
         )
     try:
-        options = InputOptions() if is_scenario(path) else _trace_options(summary, info)
+        options = InputOptions(sets=_sets(summary)) if is_scenario(path) else _trace_options(summary, info)
         loaded = load_input(path, options)
     except InputError as exc:
         return None, [f"input named in summary.json could not be read ({exc}): the report goes on without it"]

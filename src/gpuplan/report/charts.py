@@ -323,3 +323,51 @@ def cost(
             marker={"color": palette[pool]},
         )
     return chart("chart-cost", figure, caption)
+
+
+def frontier(
+    points: dict[str, list[tuple[float | None, float | None, str]]], title: str, caption: str = ""
+) -> Chart:
+    """Cost per month against p95 wait, one marker per variant (its label on hover) and a colour per
+    model: the sizes to the lower left are the efficient ones."""
+    figure = _figure(title, "cost per month (USD)", "p95 wait (hours)")
+    palette = colours(list(points))
+    for model, rows in points.items():
+        shown = [(c, w, label) for c, w, label in rows if c is not None and w is not None]
+        figure.add_scatter(
+            name=text(model),
+            mode="markers",
+            x=_rounded([c for c, _, _ in shown], 2),
+            y=_rounded([w / HOUR for _, w, _ in shown if w is not None]),
+            text=[text(label) for _, _, label in shown],
+            hovertemplate="%{text}<br>%{x:$,.0f} a month, p95 wait %{y:.2f} h<extra></extra>",
+            marker={"color": palette[model], "size": 9},
+        )
+    return chart("chart-frontier", figure, caption)
+
+
+def heatmap(
+    chart_id: str,
+    title: str,
+    x: tuple[str, Sequence[str]],
+    y: tuple[str, Sequence[str]],
+    values: Sequence[Sequence[float | None]],
+    unit: str,
+    caption: str = "",
+) -> Chart:
+    """A figure over a two-field grid (rows ``y``, columns ``x``: each a field and its values)."""
+    figure = _figure(title, text(x[0]), text(y[0]))
+    figure.data.append(
+        {
+            "type": "heatmap",
+            "x": [text(v) for v in x[1]],
+            "y": [text(v) for v in y[1]],
+            "z": [_rounded(row, 3) for row in values],
+            "colorscale": "Viridis",
+            "colorbar": {"title": {"text": text(unit)}},
+            "hovertemplate": "%{x}, %{y}: %{z}<extra></extra>",
+        }
+    )
+    figure.axis("xaxis", type="category")
+    figure.axis("yaxis", type="category")
+    return chart(chart_id, figure, caption)

@@ -236,7 +236,11 @@ def input_shown(summary: Mapping[str, Any]) -> str | None:
     fmt_name = info.get("format")
     if fmt_name in (None, "scenario"):
         name = info.get("scenario")
-        return f"scenario {name} from {where}" if isinstance(name, str) else where
+        shown = f"scenario {name} from {where}" if isinstance(name, str) else where
+        sets = info.get("set")
+        if isinstance(sets, list) and sets:  # the fields changed for the run (--set)
+            shown += " with " + ", ".join(f"--set {s}" for s in sets if isinstance(s, str))
+        return shown
     return f"{fmt_name} trace {where}"
 
 

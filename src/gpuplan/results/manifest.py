@@ -48,6 +48,7 @@ class Run:
     models: list[str]
     partial: dict[str, Any] | None = None  # {"missing_models": [...], "why": "interrupted"}
     gpuplan_version: str = __version__
+    sets: list[str] = field(default_factory=list)  # the scenario's fields changed (--set PATH=VALUE)
 
 
 @dataclass(frozen=True)
@@ -72,6 +73,7 @@ def describe_run(command: str, loaded: Input, path: Path, models: Sequence[str])
         input=str(path),
         inputs=input_hashes(input_files(loaded)),
         models=list(models),
+        sets=[] if loaded.scenario is None else [override.text for override in loaded.scenario.overrides],
     )
 
 

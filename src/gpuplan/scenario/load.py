@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import difflib
 import itertools
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,7 +25,8 @@ from gpuplan.scenario.model import (
     ServiceWorkload,
     TraceWorkload,
 )
-from gpuplan.scenario.source import Loc, Located, load_yaml
+from gpuplan.scenario.overrides import Override, apply_overrides
+from gpuplan.scenario.source import Loc, Located, field_path, load_yaml
 from gpuplan.scenario.units import format_duration, format_rate
 
 # Tags pydantic puts in error locations for tagged unions; they are not keys of the file.
@@ -64,14 +65,6 @@ class ScenarioError(InputError):
         return "\n".join(lines)
 
 
-def field_path(loc: Iterable[str | int]) -> str:
-    """``workloads[2].duration.median`` from ``("workloads", 2, "duration", "median")``."""
-    text = ""
-    for part in loc:
-        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
-    return text
-
-
 @dataclass(frozen=True)
 class ResolvedPool:
     """A pool with the figures of its shape filled in (the scenario's own values win)."""
@@ -98,6 +91,7 @@ class LoadedScenario:
     pools: list[ResolvedPool]
     warnings: list[str] = field(default_factory=list)
     source: Located | None = None  # the file's lines, for errors found after loading
+    overrides: tuple[Override, ...] = ()  # the --set it was read with
 
     def line_of(self, loc: Loc) -> int | None:
         """The line of a field of the file (or of its nearest ancestor); None when unknown."""
@@ -130,6 +124,17 @@ def _message(error: Any) -> tuple[Loc, str]:
     for prefix in ("Value error, ", "Assertion failed, "):
         message = message.removeprefix(prefix)
     return loc, message
+
+
+def validation_problems(exc: ValidationError, located: Located) -> list[Problem]:
+    """A pydantic validation's errors as problems at the lines of ``located`` (a scenario, or any
+    YAML file checked by a Section)."""
+    problems = []
+    for error in exc.errors():
+        loc, message = _message(error)
+        loc = _clean_loc(loc, located)
+        problems.append(Problem(located.line_of(loc), field_path(loc), message))
+    return problems
 
 
 def _resolve_pool(
@@ -475,27 +480,41 @@ def _resolve(located: Located, path: Path) -> Path:
     return path if path.is_absolute() else located.path.parent / path
 
 
-def load_scenario(path: Path | str) -> LoadedScenario:
-    """Read, validate and cross-check a scenario file; raises ScenarioError listing every problem."""
+def load_scenario(path: Path | str, overrides: Sequence[Override] = ()) -> LoadedScenario:
+    """Read, validate and cross-check a scenario file, with ``overrides`` (``--set``) applied;
+    raises ScenarioError listing every problem (a changed field's named by its ``--set``)."""
     path = Path(path)
     located = load_yaml(path)
     if not isinstance(located.data, dict):
         raise ScenarioError(
             path, [Problem(1, "", "a scenario is a mapping of sections (name, cluster, ...)")]
         )
+    overridden = apply_overrides(located, overrides)
+    located = overridden.located
+
+    def named(problems: list[Problem]) -> list[Problem]:
+        """A problem under a ``--set`` is that option's, not a line of the file's."""
+        out = []
+        for problem in problems:
+            option = overridden.field_of(problem.field)
+            out.append(problem if option is None else Problem(None, option, problem.message))
+        return out
+
     try:
         scenario = Scenario.model_validate(located.data)
     except ValidationError as exc:
-        problems = []
-        for error in exc.errors():
-            loc, message = _message(error)
-            loc = _clean_loc(loc, located)
-            problems.append(Problem(located.line_of(loc), field_path(loc), message))
-        raise ScenarioError(path, problems) from None
+        raise ScenarioError(path, named(validation_problems(exc, located))) from None
     pools, problems, warnings = _check_references(scenario, located)
     if problems:
-        raise ScenarioError(path, problems)
-    return LoadedScenario(scenario=scenario, path=path, pools=pools, warnings=warnings, source=located)
+        raise ScenarioError(path, named(problems))
+    return LoadedScenario(
+        scenario=scenario,
+        path=path,
+        pools=pools,
+        warnings=warnings,
+        source=located,
+        overrides=tuple(overrides),
+    )
 
 
 def check_workload_lists(loaded: LoadedScenario) -> None:

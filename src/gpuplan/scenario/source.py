@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -65,6 +65,14 @@ _STR_TAG = "tag:yaml.org,2002:str"
 _CORE_TAGS = frozenset(
     f"tag:yaml.org,2002:{name}" for name in ("str", "int", "float", "bool", "null", "map", "seq")
 )
+
+
+def field_path(loc: Iterable[str | int]) -> str:
+    """``workloads[2].duration.median`` from ``("workloads", 2, "duration", "median")``."""
+    text = ""
+    for part in loc:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+    return text
 
 
 @dataclass(frozen=True)
