@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuplan import __version__
+from gpuplan.advisor.evidence import lookup
 from gpuplan.advisor.scoring import target_misses
 from gpuplan.compare import DEFAULT_SEEDS
 from gpuplan.errors import InputError
@@ -67,7 +68,7 @@ class Candidate:
     why: str = ""
 
     def figure(self, model: str, path: str) -> Any:
-        return None if self.outcome is None else _lookup(self.outcome.gathered.models.get(model), path)
+        return None if self.outcome is None else lookup(self.outcome.gathered.models.get(model), path)
 
 
 @dataclass
@@ -102,12 +103,6 @@ class SizeResult:
 
 def _targets(loaded_targets: Any, names: Sequence[str]) -> dict[str, float | None]:
     return {name: getattr(loaded_targets, name) for name in names}
-
-
-def _lookup(summary: Any, path: str) -> Any:
-    for part in path.split("."):
-        summary = summary.get(part) if isinstance(summary, dict) else None
-    return summary
 
 
 class _Search:
@@ -221,10 +216,10 @@ class _Search:
                 t for t, status in targets.items() if status == "missed"
             )
         figures = {
-            "p95_wait_s": _lookup(body, "wait_s.p95"),
-            "gpu_utilization": _lookup(body, "gpu_utilization"),
-            "cost_usd_per_month": _lookup(body, "cost.usd_per_month"),
-            "work_not_done_gpu_hours": _lookup(body, "work_not_done.gpu_hours"),
+            "p95_wait_s": lookup(body, "wait_s.p95"),
+            "gpu_utilization": lookup(body, "gpu_utilization"),
+            "cost_usd_per_month": lookup(body, "cost.usd_per_month"),
+            "work_not_done_gpu_hours": lookup(body, "work_not_done.gpu_hours"),
             "gpus": sum(
                 nodes[p] * next(x.gpus_per_node for x in self.base.pools if x.name == p) for p in nodes
             ),

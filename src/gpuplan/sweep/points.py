@@ -25,7 +25,6 @@ from typing import Any
 from gpuplan import __version__
 from gpuplan.compare import Gathered, ModelSeedResult, gather_seeds, seeds_of
 from gpuplan.cost.book import price_book
-from gpuplan.errors import InputError
 from gpuplan.inputs import Input, InputOptions, input_files, load_input
 from gpuplan.results import manifest
 from gpuplan.results.files import atomic_write
@@ -174,6 +173,4 @@ def evaluate(
 
 def set_text(path: str, value: Any) -> str:
     """``PATH=VALUE`` of a value given as data (JSON is YAML: it reads back as the same value)."""
-    if not isinstance(path, str) or not path:
-        raise InputError(f"{path!r} is not a field path", field="variants")
     return f"{path}={json.dumps(value)}"

@@ -37,6 +37,7 @@ import pyarrow as pa
 from pydantic import Field, ValidationError
 
 from gpuplan import __version__
+from gpuplan.advisor.evidence import lookup
 from gpuplan.advisor.scoring import target_misses
 from gpuplan.errors import InputError
 from gpuplan.metrics.replications import MAX_SEEDS
@@ -53,6 +54,7 @@ from gpuplan.sweep.points import (
     Progress,
     VariantOutcome,
     evaluate,
+    load_variant,
     set_text,
 )
 
@@ -147,13 +149,6 @@ def flatten(summary: Mapping[str, Any], prefix: str = "") -> dict[str, float | i
     return figures
 
 
-def _lookup(summary: Mapping[str, Any], path: str) -> Any:
-    node: Any = summary
-    for part in path.split("."):
-        node = node.get(part) if isinstance(node, Mapping) else None
-    return node
-
-
 def _meets(outcome: VariantOutcome, model: str) -> bool | None:
     """Does the model meet the scenario's targets in every seed (None: no target)?"""
     assert outcome.loaded.scenario is not None
@@ -193,7 +188,7 @@ def _variant_record(outcome: VariantOutcome, models: Sequence[str]) -> dict[str,
         if body is None:
             record["models"][model] = {"refused": outcome.gathered.refused.get(model)}
             continue
-        figures = {label: _lookup(body, path) for label, path in HEADLINE.items()}
+        figures = {label: lookup(body, path) for label, path in HEADLINE.items()}
         record["models"][model] = {**figures, "targets_met_in_every_seed": _meets(outcome, model)}
     return record
 
@@ -210,8 +205,6 @@ def run_sweep(request: SweepRequest, on_point: Callable[[Progress], None] | None
     variants = variants_of(spec)
     models = list(spec.models) if spec.models else None
     if models is None:
-        from gpuplan.sweep.points import load_variant
-
         loaded = load_variant(scenario, variants[0])
         assert loaded.scenario is not None
         models = list(loaded.scenario.scenario.models.compare)
