@@ -105,3 +105,18 @@ def test_recommend_at_size_compares_each_model_at_its_least_cost_size(tmp_path: 
         assert f"size of {model}: h100 {nodes} nodes" in stdout
         assert summary["models"][model]["set"] == [f"cluster.pools.h100.nodes={nodes}"]
         assert summary["models"][model]["cluster"]["pools"]["h100"]["nodes"] == nodes
+
+
+def test_a_target_held_at_a_quantile_of_the_seeds_needs_no_more_nodes(tmp_path: Path) -> None:
+    scenario = tmp_path / "sized.yaml"
+    scenario.write_text(SCENARIO)
+    sizes = {}
+    for quantile in ("1", "0.5"):
+        out = tmp_path / f"q{quantile}"
+        args = ["size", str(scenario), "--model", "slurm", "--seeds", "4", "--quantile", quantile]
+        code, _, err = gpuplan(*args, "--out", str(out))
+        assert code == 0, err
+        summary = json.loads((out / "size.json").read_text())
+        assert summary["quantile"] == float(quantile)
+        sizes[quantile] = summary["models"]["slurm"]["nodes"]["h100"]
+    assert sizes["0.5"] <= sizes["1"]

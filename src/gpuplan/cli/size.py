@@ -33,6 +33,15 @@ def size(
         ),
     ] = None,
     seeds: SeedsOption = 5,
+    quantile: Annotated[
+        float,
+        typer.Option(
+            help="A target holds where it holds in at least this share of the seeds [default: 1: in every "
+            "seed].",
+            min=0.01,
+            max=1.0,
+        ),
+    ] = 1.0,
     set_: SetOption = None,
     engine: EngineOption = "local",
     address: AddressOption = None,
@@ -51,7 +60,9 @@ def size(
     from gpuplan.sizing.size import size as run_size
 
     executor = make_executor(engine, address, processes)
-    request = SizeRequest(scenario, out, tuple(model) if model else None, seeds, tuple(set_ or ()), executor)
+    request = SizeRequest(
+        scenario, out, tuple(model) if model else None, seeds, tuple(set_ or ()), executor, quantile
+    )
 
     def judged(model: str, nodes: dict[str, int], meets: bool, so_far: Progress) -> None:
         if not quiet:

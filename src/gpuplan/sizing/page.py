@@ -21,9 +21,15 @@ def size_section(summary: Mapping[str, Any]) -> Section:
     section = Section("size", "What size meets the targets")
     models: dict[str, Any] = dict(summary["models"])
     sims = summary["simulations"]
+    quantile = float(summary.get("quantile", 1.0))
+    where = (
+        f"every one of {summary['seeds']}"
+        if quantile >= 1
+        else f"at least {quantile:.0%} of {summary['seeds']}"
+    )
     section.paragraph(
-        f"Per model, the least-cost node counts whose runs meet the scenario's targets in every one of "
-        f"{summary['seeds']} seeds, found by bisection per pool and coordinate descent over the pools: "
+        f"Per model, the least-cost node counts whose runs meet the scenario's targets in {where} "
+        "seeds, found by bisection per pool and coordinate descent over the pools: "
         f"{sims['total']} simulations ({sims['run']} run, {sims['reused']} read back). One node fewer in "
         "any pool misses a target on some seed."
     )

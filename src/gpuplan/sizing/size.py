@@ -1,7 +1,8 @@
 """``gpuplan size SCENARIO``: per model, the least-cost node counts that meet the scenario's targets.
 
-A size meets the targets when it meets them in every seed (``advisor.scoring.target_misses``: a
-material share of the work left undone misses them all). The targets that more nodes help (the p95
+A size meets the targets when it meets them in every seed, or in the share of the seeds
+``quantile`` states (``advisor.scoring.target_misses``: a material share of the work left undone
+misses them all). The targets that more nodes help (the p95
 wait, SLO attainment) decide the search: they only get better with more nodes, so each pool's count
 is found by bisection, the other pools held, then the pools again in turn (coordinate descent) until
 no count moves. The search starts from the scenario's counts, doubled (every pool at once) until the
@@ -20,6 +21,7 @@ Example: ``size(SizeRequest(Path("examples/research-lab.yaml"), out=Path("size-o
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -58,6 +60,12 @@ class SizeRequest:
     seeds: int = DEFAULT_SEEDS
     sets: tuple[str, ...] = ()  # --set applied to every candidate
     executor: Executor | None = None
+    # a target holds where it holds in at least this share of the seeds (1: every seed)
+    quantile: float = 1.0
+
+    def holds(self, met: Sequence[bool]) -> bool:
+        """Does a target met in the seeds ``met`` hold (in at least ``quantile`` of them)?"""
+        return bool(met) and sum(met) >= math.ceil(self.quantile * len(met) - 1e-9)
 
 
 @dataclass
@@ -163,7 +171,7 @@ class _Search:
         self.progress.run += progress.run
         self.progress.reused += progress.reused
         seeds = [outcome.gathered.per_seed[seed].get(self.model) for seed in outcome.seeds]
-        meets = all(s is not None and target_misses(s, self.helped) == 0 for s in seeds)
+        meets = self.request.holds([s is not None and target_misses(s, self.helped) == 0 for s in seeds])
         candidate = Candidate(dict(nodes), meets, outcome)
         self.judged[key] = candidate
         if self.on_judged:
@@ -209,8 +217,8 @@ class _Search:
         for name, required in {**self.helped, **self.hurt}.items():
             if required is None:
                 continue
-            missed = any(s is None or target_misses(s, {name: required}) for s in seeds)
-            targets[name] = "missed" if missed else "met"
+            met = [s is not None and target_misses(s, {name: required}) == 0 for s in seeds]
+            targets[name] = "met" if self.request.holds(met) else "missed"
         if found and "missed" in targets.values():
             why = "the least-cost size meeting the wait and SLO targets misses " + ", ".join(
                 t for t, status in targets.items() if status == "missed"
@@ -302,6 +310,7 @@ def size_summary(request: SizeRequest, sizes: list[ModelSize], total: Progress) 
         "scenario": str(request.scenario),
         "set": list(request.sets),
         "seeds": request.seeds,
+        "quantile": request.quantile,
         "simulations": {"total": total.total, "run": total.run, "reused": total.reused},
         "cheapest": cheapest,
         "runner_up": runner_up,
