@@ -2,7 +2,8 @@
 job_scheduler.c:sort_job_queue2 (a job that may preempt another first, then priority, then
 SubmitTime), priority_multifactor.c:_apply_new_usage with job_mgr.c:calc_job_billable_tres (usage is
 billing: the job's CPUs without TRESBillingWeights), and a requeued job keeping its priority until
-the next recalculation (decay_apply_weighted_factors skips jobs that are not pending)."""
+the next recalculation, which recomputes it even while it waits out its requeue delay
+(decay_apply_weighted_factors skips only jobs that are not pending)."""
 
 from __future__ import annotations
 
@@ -127,6 +128,28 @@ def test_a_requeued_job_keeps_its_priority_until_the_next_recalculation() -> Non
     # recomputes the requeued A with a's usage, and W goes first
     shifted = run_slurm(jobs, 1, settings=replace(settings, decay_start_s=2.5))
     assert start_times(shifted) == {1: 0.0, 2: 3.0, 3: 12.0, 4: 13.0}
+
+
+def test_a_job_waiting_out_its_requeue_delay_is_recomputed_at_a_tick() -> None:
+    # As above, but H runs 12-18 and A waits out a 5-s requeue delay (eligible at 17). It is pending
+    # meanwhile, so the tick at 15 recomputes its priority with a's usage
+    # (decay_apply_weighted_factors skips only jobs not pending) and W, of the account that used
+    # less, goes first at 18; kept from its submit until a tick after it is queued again, A's
+    # priority would put it first
+    jobs = (
+        workload()
+        .job(submit=0, run=3, team="b", partition="low")
+        .job(submit=1, run=100, team="a", partition="low")
+        .job(submit=12, run=6, team="c", partition="high")
+        .job(submit=12.5, run=50, team="b", partition="low")
+    )
+    settings = fair(
+        partitions=TIERS, preempt_type="partition_prio", preempt_mode="requeue", requeue_delay_s=5.0
+    )
+    run = run_slurm(jobs, 1, settings=settings)
+    assert run.preemptions.tolist() == [0, 1, 0, 0]
+    assert start_times(run) == {1: 0.0, 2: 3.0, 3: 12.0, 4: 18.0}
+    assert run.end_s.tolist()[1] == 18.0 + 50.0 + 100.0  # A restarts after W, from zero
 
 
 def test_backfill_plans_a_preemptor_as_if_its_victims_were_gone() -> None:

@@ -25,8 +25,10 @@
  * A requeued job gets a new SubmitTime, the time it was requeued, and its age restarts when a pass
  * reads it eligible again (job_mgr.c:_job_requeue_op sets submit_time = now and accrue_time = 0),
  * so it sorts behind older jobs of equal priority; but it keeps the priority it last had while
- * pending until the next tick (nothing in the requeue calls set_job_prio, and
- * decay_apply_weighted_factors skips jobs that are not pending). A job that arrives in between gets
+ * pending until the next tick (nothing in the requeue calls set_job_prio). At that tick it is
+ * pending, whether or not its requeue delay (its BeginTime) is over, so its priority is computed
+ * again (priority_multifactor.c:decay_apply_weighted_factors skips only held and not pending jobs),
+ * with no age (accrue_time 0) and the fair share of the tick. A job that arrives in between gets
  * its priority at once, from the last tick's fair-share factors, and is inserted in order, as
  * slurmctld does.
  */
@@ -50,6 +52,8 @@ struct GpPriority {
     double *submit_s;          /* per job: its SubmitTime (sbatch's; a requeue resets it), for ties */
     double *eligible_s;        /* per job: when its age began (accrue_time: eligible, again after a requeue) */
     uint8_t *keeps_priority;   /* per job: requeued since the last tick, it keeps its last priority */
+    int32_t *requeued;         /* those jobs (each once), n_requeued of them: queued or waiting out the delay */
+    int32_t n_requeued;
     uint8_t *accrued;          /* per job: a pass read it queued (accrue_time set): its age counts */
     int32_t *unaccrued;        /* the queued jobs not accrued yet (each once), n_unaccrued of them */
     int32_t n_unaccrued;
@@ -219,13 +223,13 @@ static void priority_queued(Sim *sim, void *state, int32_t slot) {
 }
 
 static void priority_requeued(Sim *sim, void *state, int32_t job, double now, double at) {
-    (void)sim;
     struct GpPriority *p = state;
     /* "make sure the submit isn't the same as the last submit" (_job_requeue_op): now + 1 if so;
      * in whole seconds, as time(NULL) gives them (batch_requeue_fini) */
     double second = floor(now);
     p->submit_s[job] = second == p->submit_s[job] ? second + 1 : second;
     p->eligible_s[job] = floor(at);
+    if (!p->keeps_priority[job] && p->n_requeued < sim->n_jobs) p->requeued[p->n_requeued++] = job;
     p->keeps_priority[job] = 1;
     p->accrued[job] = 0; /* _job_requeue_op: accrue_time = 0 */
 }
@@ -276,6 +280,15 @@ static int priority_instant(Sim *sim, void *state, double now) {
             sim->out_of_memory = 1;
             return -1;
         }
+        /* requeued jobs still waiting out their requeue delay are pending too (the queued ones
+         * were recomputed above) */
+        for (int32_t k = 0; k < p->n_requeued; k++) {
+            int32_t job = p->requeued[k];
+            if (!p->keeps_priority[job]) continue;
+            p->priority[job] = job_priority(p, job, now);
+            p->keeps_priority[job] = 0;
+        }
+        p->n_requeued = 0;
         double period = p->calc_period > 0 ? p->calc_period : 300;
         double phase = p->calc_phase;
         p->last_recalc = now;
@@ -300,6 +313,7 @@ static void priority_free(void *state) {
     PyMem_RawFree(p->fs_factor);
     PyMem_RawFree(p->acct_usage);
     PyMem_RawFree(p->keeps_priority);
+    PyMem_RawFree(p->requeued);
     PyMem_RawFree(p->accrued);
     PyMem_RawFree(p->unaccrued);
     gp_fair_tree_free(p->fair_tree);
@@ -376,6 +390,7 @@ static int multifactor_setup(Sim *sim, GpSettings *s) {
         state->fs_factor = PyMem_RawCalloc(a, sizeof(double));
         state->acct_usage = PyMem_RawCalloc(a, sizeof(double));
         state->keeps_priority = PyMem_RawCalloc(n, sizeof(uint8_t));
+        state->requeued = PyMem_RawMalloc(n * sizeof(int32_t));
         state->accrued = PyMem_RawCalloc(n, sizeof(uint8_t));
         state->unaccrued = PyMem_RawMalloc(n * sizeof(int32_t));
         state->fair_tree = tree_accounts ? gp_fair_tree_new((int32_t)a, tree_accounts, (int32_t)n_tree_accounts,
@@ -383,7 +398,7 @@ static int multifactor_setup(Sim *sim, GpSettings *s) {
                                          : NULL;
     }
     if (!state || !state->priority || !state->submit_s || !state->eligible_s || !state->fs_factor ||
-        !state->acct_usage || !state->keeps_priority || !state->accrued || !state->unaccrued ||
+        !state->acct_usage || !state->keeps_priority || !state->requeued || !state->accrued || !state->unaccrued ||
         (tree_accounts && !state->fair_tree) ||
         gp_add_piece(sim, s->piece, &PRIORITY_HOOKS, state) < 0) {
         priority_free(state);
