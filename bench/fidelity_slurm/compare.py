@@ -159,6 +159,8 @@ def scenario_text(meta: dict, jobs: list[workload.Job], with_partitions: bool, o
         f"    controller_start: {controller_start(meta, offset_s)}",
         f"    sched_interval: {int(meta['sched_interval'])}",
     ]
+    if (meta.get("loops") or {}).get("decay_tick_s") is not None:  # the start was read off a decay tick
+        lines.append(f"    decay_start: {controller_start(meta, offset_s)}")
     if meta.get("priority") == "priority/multifactor":
         lines += [
             "    priority_type: multifactor",
@@ -771,11 +773,13 @@ def main() -> int:
     ap.add_argument("--no-gpuplan", action="store_true", help="reference models only")
     ap.add_argument(
         "--controller-start",
-        choices=("log", "floor", "ceil", "main", "decay"),
+        choices=("log", "start", "floor", "ceil", "main", "decay"),
         default="log",
         help="configurations c and d: gpuplan's controller_start is slurmctld's start with its "
-        "fraction (log, default), the whole second before (floor) or after (ceil) it, or the "
-        "measured phase of the main loop's ticks (main) or of the decay ticks (decay)",
+        "fraction and each thread's measured phase (log, default), the start with its fraction "
+        "and the threads' phases left to gpuplan's defaults (start: as a trace converted without "
+        "the logs), the whole second before (floor) or after (ceil) it, or the measured phase of "
+        "the main loop's ticks (main) or of the decay ticks (decay)",
     )
     ap.add_argument(
         "--plans",

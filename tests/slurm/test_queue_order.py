@@ -235,14 +235,23 @@ def test_age_counts_only_once_a_pass_has_read_the_job() -> None:
     # set_priority_factors counts age from it. Their priorities tie and Z, sbatch'ed first, starts
     # when B ends at 68. After the pass at 60 has read them, the recalculation at 90 counts each
     # one's age from its eligibility: X, 2 s older, goes first when B ends at 98.
+    # (The decay thread ticks at exactly 30 k here, decay_start 0; by default it starts 0.83 s after
+    # slurmctld, as measured, and its tick at 60.83 comes after the pass: X then goes first at 68.)
     aged = MultifactorSettings(weight_age=36000, max_age_s=3600, calc_period_s=30, weight_fairshare=0)
     settings = SlurmSettings(
-        "slurm", bf_interval=10800, sched_interval=60, priority_type="multifactor", multifactor=aged
+        "slurm",
+        bf_interval=10800,
+        sched_interval=60,
+        priority_type="multifactor",
+        multifactor=aged,
+        decay_start_s=0.0,
     )
-    for b_run, first in ((65, 3), (95, 2)):
+    lagged = replace(settings, decay_start_s=None)
+    assert lagged.decay_phase_s() == pytest.approx(0.83)
+    for b_run, first, options in ((65, 3, settings), (95, 2, settings), (65, 2, lagged)):
         jobs = workload().job(submit=0, run=b_run).job(submit=10, run=10).job(submit=12, run=10)
         table = replace(jobs.table(), submitted_s=np.array([0.0, 2.0, 1.0]))
-        run = run_slurm(table, 1, settings=settings, submitted_early=[False, True, True])
+        run = run_slurm(table, 1, settings=options, submitted_early=[False, True, True])
         assert start_times(run)[first] == 3 + b_run
 
 

@@ -149,9 +149,7 @@ def simulate_slurm(
     schedule_pass = BACKFILL.get(settings.backfill)
     mf = settings.multifactor
     clock = ControllerClock(
-        calc_phase_s=settings.controller_start_s
-        if settings.decay_start_s is None
-        else settings.decay_start_s,
+        calc_phase_s=settings.decay_phase_s(),
         epoch_s=epoch_s or 0.0,
         tick_usage_only="limits" not in settings.accounting_storage_enforce,
     )

@@ -22,6 +22,14 @@ if TYPE_CHECKING:
     from gpuplan.sim.models import ModelSetup
 
 
+# How long after slurmctld's start its decay thread starts, and with it the PriorityCalcPeriod ticks
+# (priority_multifactor.c:_decay_thread sets its timer when it starts and sleeps a period after
+# each pass; the priority plugin is loaded, and the thread started, after slurmctld has read its
+# state at start-up): 0.83 s, the median over the 22 real replays of bench/fidelity_slurm (0.74 to
+# 1.05 s; slurmctld's "started" log line to its first decay tick, less whole periods).
+DECAY_THREAD_LAG_S = 0.83
+
+
 @dataclass(frozen=True)
 class SlurmSettings:
     """Scheduler settings, named and defaulted as in slurm.conf (SchedulerParameters)."""
@@ -62,7 +70,7 @@ class SlurmSettings:
     # every PriorityCalcPeriod from then, and its backfill thread cycles every bf_interval
     controller_start_s: float = 0.0
     # when its decay thread started (priority_multifactor.c:_decay_thread): the PriorityCalcPeriod
-    # ticks count from it; None: with the controller
+    # ticks count from it; None: DECAY_THREAD_LAG_S after the controller (decay_phase_s)
     decay_start_s: float | None = None
     # when its background thread (the main scheduler's loop, controller.c:_slurmctld_background)
     # and its backfill thread (backfill.c:backfill_agent) started; None: with the controller
@@ -89,6 +97,13 @@ class SlurmSettings:
             return None
         timeout = max(timeouts) if timeouts else self.resume_timeout_s
         return PowerSaving(suspend, timeout if self.node_boot_s is None else self.node_boot_s)
+
+    def decay_phase_s(self) -> float:
+        """When the decay thread's PriorityCalcPeriod ticks count from: ``decay_start_s``, else
+        DECAY_THREAD_LAG_S after the controller's start."""
+        if self.decay_start_s is not None:
+            return self.decay_start_s
+        return self.controller_start_s + DECAY_THREAD_LAG_S
 
     def params(self, names: tuple[str, ...], epoch_s: float = 0.0) -> dict[str, float | int]:
         """The scheduling pass's settings ``names`` by name, in the units the engine reads (seconds;
