@@ -308,8 +308,9 @@ def epoch(value: str) -> int | None:
         return None
 
 
-# Backfill lines of DebugFlags=BackfillMap that replay.py drops (the node-space map after every
-# reservation: most of the log), and those it moves to backfill.log.gz when the log is large
+# Backfill lines of DebugFlags=BackfillMap that replay.py moves to backfill-map.log.gz (the
+# node-space map after every reservation: most of the log), and those it moves to backfill.log.gz
+# when the log is large
 MAP_DUMPS = ("_dump_node_space_table", "_dump_job_test")
 PLAN_LINES = ("_dump_job_sched", "_attempt_backfill: completed testing", "no jobs to backfill")
 LARGE_LOG = 400_000  # bytes
@@ -322,11 +323,13 @@ def copy_logs(out: Path, since_epoch: float, until: float) -> dict[str, str]:
     log = WORK / "log" / "slurmctld.log"
     if log.exists():  # the controller's log lines from the usage reset on
         with log.open(errors="replace") as src:
-            lines = [
-                line
-                for line in src
-                if (not line.startswith("[") or line[:20] >= since) and not any(k in line for k in MAP_DUMPS)
-            ]
+            lines = [line for line in src if not line.startswith("[") or line[:20] >= since]
+        maps = [line for line in lines if any(k in line for k in MAP_DUMPS)]
+        if maps:
+            with gzip.open(out / "backfill-map.log.gz", "wt") as dst:
+                dst.writelines(maps)
+            kept["backfill-map.log.gz"] = "the backfill cycles' node-space maps (DebugFlags=BackfillMap)"
+            lines = [line for line in lines if not any(k in line for k in MAP_DUMPS)]
         if sum(map(len, lines)) > LARGE_LOG:
             with gzip.open(out / "backfill.log.gz", "wt") as dst:
                 dst.writelines(line for line in lines if "sched/backfill" in line)
@@ -621,6 +624,15 @@ def main() -> int:
         "backfill_cycles_s": [  # logged only with DebugFlags=Backfill
             round(t - t0, 3) for t in log_times(ctld_log, "_attempt_backfill: beginning", *window)
         ],
+        # every decay-thread pass (DebugFlags=Priority: Fair Tree prints its tree from the root at
+        # each, fair_tree.c:_ft_debug; the classic formula logs the decay factor)
+        "decay_ticks_s": sorted(
+            {
+                round(t - t0, 3)
+                for pattern in ("_ft_debug:     root (root)", "Decay factor over")
+                for t in log_times(ctld_log, pattern, *window)
+            }
+        ),
     }
     meta = {
         **settings,

@@ -26,13 +26,14 @@
 # default /tmp/gpuplan-slurm), GPUPLAN_SLURM_NODES (8), GPUPLAN_SLURM_GPUS (8 per node),
 # GPUPLAN_SLURM_PORT_BASE (16800: MariaDB +6, slurmctld +17, slurmdbd +19, node i +100+i),
 # GPUPLAN_SLURM_BF_INTERVAL, GPUPLAN_SLURM_SCHED_INTERVAL, GPUPLAN_SLURM_BF_RESOLUTION (a: 1, 1, 1;
-# b: 30, 1, 60; c, d: by --timings), GPUPLAN_SLURM_DEBUGFLAGS (a, b: none; c, d: Backfill,BackfillMap,
+# b: 30, 1, 60; c, d: by --timings), GPUPLAN_SLURM_DEBUGFLAGS (a, b: none; c, d: Backfill,BackfillMap,Priority,
 # which logs every backfill plan; empty: none), GPUPLAN_SLURM_START_SECOND (b, c, d: 29: a new
 # slurmctld starts at that second of a minute; a: at once), GPUPLAN_SLURM_POPULATION (c, d: the
 # accounts and users, ACCOUNT:USER,USER;ACCOUNT:USER..., default
 # acct_a:sim_alice,sim_bob;acct_b:sim_carol,sim_dave), GPUPLAN_SLURM_SELECT_PARAMS (c, d: CR_Core;
 # CR_Core_Memory makes memory a resource: a job without --mem then takes the node's),
-# GPUPLAN_SLURM_APT_TIMEOUT (300: seconds for each of apt-get update and the download),
+# GPUPLAN_SLURM_CRED_EXPIRE (c, d: AuthInfo cred_expire, 10; "default": Slurm's 120 s, so a
+# requeued job waits 121 s), GPUPLAN_SLURM_APT_TIMEOUT (300: seconds for each of apt-get update and the download),
 # GPUPLAN_SLURM_APT_GET (apt-get: the command used instead, e.g. to test the failure below).
 # Exit status: 0 ready; 3 the packages could not be installed (no network, mirror unreachable, ...;
 # the reason is in <work dir>/log/packages.failed); 1 anything else.
@@ -88,8 +89,9 @@ fi
 # configurations b, c and d start slurmctld at second 29 of a minute (empty: at once)
 if [[ $CONFIG == a ]]; then START_SECOND="${GPUPLAN_SLURM_START_SECOND-}"; else START_SECOND="${GPUPLAN_SLURM_START_SECOND-29}"; fi
 # e.g. GPUPLAN_SLURM_DEBUGFLAGS=Backfill,BackfillMap to log each backfill plan in slurmctld.log
-# (c and d log them unless it is set empty: replay.py keeps the plans, drops the map dumps)
-if ((SHARED)); then debug_default=Backfill,BackfillMap; else debug_default=""; fi
+# (c and d log them and, with Priority, each decay tick, unless it is set empty: replay.py keeps
+# the plans and the ticks' times, and the map dumps in backfill-map.log.gz)
+if ((SHARED)); then debug_default=Backfill,BackfillMap,Priority; else debug_default=""; fi
 DEBUG_VALUE="${GPUPLAN_SLURM_DEBUGFLAGS-$debug_default}"
 DEBUGFLAGS="${DEBUG_VALUE:+DebugFlags=$DEBUG_VALUE}"
 SELECT_PARAMS=CR_Core
@@ -296,7 +298,9 @@ PartitionName=high Nodes=$(node_range) Default=NO MaxTime=INFINITE State=UP Prio
     if [[ $CONFIG == c ]]; then PREEMPT_TYPE=preempt/partition_prio; else PREEMPT_TYPE=preempt/qos; fi
     PREEMPT="PreemptType=$PREEMPT_TYPE
 PreemptMode=REQUEUE"
-    AUTH_INFO="$AUTH_INFO,cred_expire=10"
+    # GPUPLAN_SLURM_CRED_EXPIRE: 10 (the shared sample's), or "default" (Slurm's 120 s)
+    CRED_EXPIRE="${GPUPLAN_SLURM_CRED_EXPIRE:-10}"
+    [[ $CRED_EXPIRE == default ]] || AUTH_INFO="$AUTH_INFO,cred_expire=$CRED_EXPIRE"
     ENFORCE="AccountingStorageEnforce=associations,limits,qos"
     NODE_RESOURCES="CPUs=64 RealMemory=512000"
 else

@@ -17,7 +17,8 @@ HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 OUT="${WIDE_OUT:-$HERE/results}"
 PYTHON="${PYTHON:-python3}"
 
-# name | configuration | timings | replay.py arguments of the first replay (the trace). The
+# name | configuration | timings | replay.py arguments of the first replay (the trace) [| setup.sh's
+# environment for the pair, KEY=VALUE ...]. The
 # "light" traces (mean wait ~5 s) are for pairs whose two replays agree: at heavier load, the order
 # of Slurm's two loops within a second (their sub-second phases, new at each controller start)
 # decides more starts, and two replays agree less (README).
@@ -36,6 +37,8 @@ d-1s-begin-30|d|1s|--jobs 30 --span 120 --seed 33 --run-max 70 --submit begin $Q
 c-1s-begin-light|c|1s|--jobs 35 --span 180 --seed 16 --run-max 50 --submit begin
 c-default-begin-light|c|default|--jobs 35 --span 180 --seed 16 --run-max 50 --submit begin
 d-1s-begin-light|d|1s|--jobs 35 --span 180 --seed 36 --run-max 50 --submit begin $QOS_D
+c-1s-requeue-default|c|1s|--jobs 40 --span 150 --seed 12 --run-max 70 --submit arrival $CPUS --mem 0:50,64000:30,256000:20|GPUPLAN_SLURM_CRED_EXPIRE=default
+d-default-begin|d|default|--jobs 40 --span 150 --seed 37 --run-max 70 --submit begin $QOS_D
 EOF
 )"
 
@@ -52,12 +55,13 @@ cleanup() { "$HERE/teardown.sh" || true; }
 trap cleanup EXIT
 "$PYTHON" -c "import gpuplan, pyarrow"
 for name in "$@"; do
-    IFS='|' read -r _ config timings trace_args <<<"$(grep "^$name|" <<<"$PAIRS")"
+    IFS='|' read -r _ config timings trace_args pair_env <<<"$(grep "^$name|" <<<"$PAIRS")"
     read -r -a trace <<<"$trace_args"
-    echo "== pair $name: configuration $config, $timings timings: ${trace[*]} ($(date +%T))"
-    "$HERE/setup.sh" --config "$config" --timings "$timings" --fresh
+    read -r -a setup_env <<<"${pair_env:-}"
+    echo "== pair $name: configuration $config, $timings timings: ${trace[*]} ${setup_env[*]} ($(date +%T))"
+    env "${setup_env[@]}" "$HERE/setup.sh" --config "$config" --timings "$timings" --fresh
     "$PYTHON" "$HERE/replay.py" "${trace[@]}" --out "$OUT/$name-1"
-    "$HERE/setup.sh" --config "$config" --timings "$timings" --fresh # a new controller, new phases
+    env "${setup_env[@]}" "$HERE/setup.sh" --config "$config" --timings "$timings" --fresh # new phases
     "$PYTHON" "$HERE/replay.py" --trace "$OUT/$name-1/trace.csv" --out "$OUT/$name-2"
     for k in 1 2; do
         "$PYTHON" "$HERE/compare.py" "$OUT/$name-$k" --repeat "$OUT/$name-$((3 - k))" >"$OUT/$name-$k/compare.txt" \
