@@ -501,6 +501,14 @@ def scenario_text_shared(meta: dict, jobs: list[workload.Job], offset_s: float, 
         if q["preempt_mode"] not in ("", "cluster"):
             item += f", preempt_mode: {q['preempt_mode']}"
         lines.append(f"      - {{{item}}}")
+    reservation = meta.get("reservation")
+    if reservation:  # replay.py --reservation: maintenance of the highest-numbered nodes
+        begin = float(reservation["start_s"]) - offset_s
+        lines += [
+            "    reservations:",
+            f"      - {{name: gp_maint, pool: gpu, nodes: {int(reservation['nodes'])}, start: {begin:g}s, "
+            f"duration: {int(reservation['duration_s'])}s}}",
+        ]
     lines.append("    partitions:")
     for p in meta["partition_settings"]:
         item = (

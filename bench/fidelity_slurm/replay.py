@@ -383,6 +383,12 @@ def main() -> int:
     ap.add_argument("--timeout", type=float, help="seconds to wait for the jobs (default: serial worst case)")
     ap.add_argument("--force", action="store_true", help="replay even if the cluster has jobs")
     ap.add_argument(
+        "--reservation",
+        help="NODES:START:DURATION: a maintenance reservation (Flags=MAINT, Users=root: no job may use "
+        "it) of the highest-numbered NODES nodes from START to START + DURATION seconds after t0; with "
+        "--trace, the default is the reservation of the replay beside it",
+    )
+    ap.add_argument(
         "--align",
         choices=("minute", "none"),
         help="minute (default with priority/multifactor): reset the accounts' usage, wait for the "
@@ -398,10 +404,16 @@ def main() -> int:
         "default is the mode of the replay beside it (its replay.json)",
     )
     args = ap.parse_args()
+    source = args.trace.parent / "replay.json" if args.trace else None
+    source_meta = json.loads(source.read_text()) if source and source.exists() else {}
     if args.submit is None:
-        source = args.trace.parent / "replay.json" if args.trace else None
-        source_meta = json.loads(source.read_text()) if source and source.exists() else {}
         args.submit = source_meta.get("submit_mode", "begin")
+    reservation = None
+    if args.reservation:
+        count, begin, length = (int(v) for v in args.reservation.split(":"))
+        reservation = {"nodes": count, "start_s": begin, "duration_s": length}
+    elif source_meta.get("reservation"):
+        reservation = {k: source_meta["reservation"][k] for k in ("nodes", "start_s", "duration_s")}
 
     if os.geteuid() != 0:
         raise SystemExit("run as root (submits as the trace's users with runuser)")
@@ -499,6 +511,18 @@ def main() -> int:
             offset = (decay_tick - t0) % int(settings["priority_calc_period_s"])
             if not 10 <= offset <= 50:
                 print(f"warning: the decay tick falls {offset:.1f} s after the minute", file=sys.stderr)
+    if reservation is not None:
+        # the highest-numbered nodes, as gpuplan's reservations hold them (sim/slurm/reservations.py)
+        names = run(["sinfo", "-h", "-N", "-o", "%N"]).stdout.split()
+        held = sorted(set(names))[-int(reservation["nodes"]) :]
+        length = int(reservation["duration_s"])
+        run([
+            "scontrol", "create", "reservation", "ReservationName=gp_maint",
+            f"StartTime={datetime.fromtimestamp(t0 + int(reservation['start_s'])):%Y-%m-%dT%H:%M:%S}",
+            f"Duration={length // 3600:02d}:{length % 3600 // 60:02d}:{length % 60:02d}",
+            f"Nodes={','.join(held)}", "Users=root", "Flags=MAINT,IGNORE_JOBS",
+        ])  # fmt: skip
+        reservation["node_list"] = held
     jobdir = WORK / "jobs"
     submit_began = time.time()
     submitted: dict[int, str] = {}
@@ -560,6 +584,8 @@ def main() -> int:
             last_report = time.time()
         time.sleep(1)
     finished_at = time.time()
+    if reservation is not None:  # (a reservation still to come would hold the next replay's nodes)
+        run(["scontrol", "delete", "ReservationName=gp_maint"], check=False)
 
     # Read back from the accounting database (it lags the controller a little).
     rows: list[dict[str, str]] = []
@@ -648,6 +674,7 @@ def main() -> int:
         "replay_s": round(finished_at - t0, 1),
         "missing_in_sacct": missing,
         "slurm_ids": submitted,
+        "reservation": reservation,
     }
     # slurmctld's start, with its fraction of a second (its loops count from about then)
     meta["slurmctld_start"] = {
