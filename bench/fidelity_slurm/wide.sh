@@ -40,6 +40,7 @@ d-1s-begin-light|d|1s|--jobs 35 --span 180 --seed 36 --run-max 50 --submit begin
 c-1s-requeue-default|c|1s|--jobs 40 --span 150 --seed 12 --run-max 70 --submit arrival $CPUS --mem 0:50,64000:30,256000:20|GPUPLAN_SLURM_CRED_EXPIRE=default
 d-default-begin|d|default|--jobs 40 --span 150 --seed 37 --run-max 70 --submit begin $QOS_D
 c-1s-reservation|c|1s|--jobs 40 --span 150 --seed 18 --run-max 70 --submit begin --reservation 4:60:120
+c-1s-reservation-mid|c|1s|--jobs 40 --span 150 --seed 19 --run-max 70 --submit arrival --reservation 2:30:90
 EOF
 )"
 

@@ -120,3 +120,14 @@ def test_a_target_held_at_a_quantile_of_the_seeds_needs_no_more_nodes(tmp_path: 
         assert summary["quantile"] == float(quantile)
         sizes[quantile] = summary["models"]["slurm"]["nodes"]["h100"]
     assert sizes["0.5"] <= sizes["1"]
+
+
+def test_the_runner_up_and_its_distance_are_printed(tmp_path: Path) -> None:
+    scenario = tmp_path / "sized.yaml"
+    scenario.write_text(SCENARIO)
+    args = ["size", str(scenario), "--model", "slurm", "--model", "kubernetes", "--seeds", "2"]
+    code, stdout, err = gpuplan(*args, "--out", str(tmp_path / "out"))
+    assert code == 0, err
+    summary = json.loads((tmp_path / "out" / "size.json").read_text())
+    cheapest, runner = summary["cheapest"], summary["runner_up"]
+    assert f"cheapest that meets the targets: {cheapest}; the runner-up, {runner['model']}, costs" in stdout
