@@ -258,7 +258,7 @@ def _search_split(
     if first is None or all(v == "scenario" for v in first["settings"].get("split_source", {}).values()):
         return None  # refused, or the user's own split
     scenario = loaded.scenario.scenario
-    targets = {k: getattr(scenario.targets, k) for k in type(scenario.targets).model_fields}
+    targets = scenario.targets.values()
     if not any(v is not None for v in targets.values()):
         return None  # no target to size against
 

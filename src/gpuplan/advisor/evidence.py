@@ -209,10 +209,7 @@ def gather(
     return Evidence(
         outcomes=outcomes,
         organisation=dict(scenario.organisation.model_dump()) if scenario is not None else {},
-        # attributes, not model_dump(): durations serialise back to text such as "4h"
-        targets={k: getattr(scenario.targets, k) for k in type(scenario.targets).model_fields}
-        if scenario
-        else {},
+        targets=scenario.targets.values() if scenario else {},
         workload=workload,
         scenario=name,
         source=source,

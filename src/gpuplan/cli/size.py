@@ -82,18 +82,13 @@ def size(
                 f"{value(s.figures['p95_wait_s'], 'seconds')}: {s.verdict()} ({s.simulations} simulations)",
                 soft_wrap=True,
             )
-        found = sorted(
-            (s for s in result.sizes if s.found and s.figures["cost_usd_per_month"] is not None),
-            key=lambda s: float(s.figures["cost_usd_per_month"]),
-        )
-        if found:
-            line = f"cheapest that meets the targets: {found[0].model}"
-            if len(found) > 1:
-                more = float(found[1].figures["cost_usd_per_month"]) - float(
-                    found[0].figures["cost_usd_per_month"]
-                )
+        cheapest, runner = result.summary["cheapest"], result.summary["runner_up"]
+        if cheapest is not None:
+            line = f"cheapest that meets the targets: {cheapest}"
+            if runner is not None:
+                more = runner["usd_per_month_more"]
                 gap = f"{value(more, 'usd')} more a month" if more > 0 else "the same"
-                line += f"; the runner-up, {found[1].model}, costs {gap}"
+                line += f"; the runner-up, {runner['model']}, costs {gap}"
             stdout.print(line, soft_wrap=True)
         p = result.progress
         stdout.print(f"{p.total} simulations: {p.run} run, {p.reused} read back", soft_wrap=True)

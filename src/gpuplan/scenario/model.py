@@ -799,6 +799,11 @@ class Targets(Section):
     gpu_utilization: float | None = Field(None, gt=0, le=1)
     budget_usd_per_month: float | None = Field(None, gt=0, le=1e12, description="USD (at most 1e12)")
 
+    def values(self) -> dict[str, float | None]:
+        """Each target by name, in seconds where it is a duration (attributes, not model_dump(),
+        which writes durations back as text such as "4h")."""
+        return {name: getattr(self, name) for name in type(self).model_fields}
+
 
 class Scenario(Section):
     """An organisation's GPU platform: what runs, on what, under which targets."""

@@ -106,11 +106,8 @@ class SizeResult:
     sizes: list[ModelSize]
     files: list[Path]
     progress: Progress
+    summary: dict[str, Any]  # size.json's
     warnings: list[str] = field(default_factory=list)
-
-
-def _targets(loaded_targets: Any, names: Sequence[str]) -> dict[str, float | None]:
-    return {name: getattr(loaded_targets, name) for name in names}
 
 
 class _Search:
@@ -121,8 +118,9 @@ class _Search:
     ) -> None:
         self.request, self.model, self.executor, self.store = request, model, executor, store
         self.base = base  # the scenario as read (with the request's --set)
-        self.helped = _targets(base.scenario.targets, HELPED)
-        self.hurt = _targets(base.scenario.targets, HURT)
+        targets = base.scenario.targets.values()
+        self.helped = {name: targets[name] for name in HELPED}
+        self.hurt = {name: targets[name] for name in HURT}
         self.judged: dict[tuple[int, ...], Candidate] = {}
         self.pools = [pool.name for pool in base.pools]
         self.progress = Progress()
@@ -291,7 +289,7 @@ def size(
     run = manifest.describe_run("size", base, request.scenario, models)
     manifest.finish(request.out, run, files)
     warnings = [f"{s.model}: {s.why}" for s in sizes if s.why]
-    return SizeResult(sizes, files, total, warnings)
+    return SizeResult(sizes, files, total, summary, warnings)
 
 
 def size_summary(request: SizeRequest, sizes: list[ModelSize], total: Progress) -> dict[str, Any]:

@@ -152,8 +152,7 @@ def flatten(summary: Mapping[str, Any], prefix: str = "") -> dict[str, float | i
 def _meets(outcome: VariantOutcome, model: str) -> bool | None:
     """Does the model meet the scenario's targets in every seed (None: no target)?"""
     assert outcome.loaded.scenario is not None
-    wanted = outcome.loaded.scenario.scenario.targets
-    targets = {name: getattr(wanted, name) for name in type(wanted).model_fields}
+    targets = outcome.loaded.scenario.scenario.targets.values()
     if not any(v is not None for v in targets.values()):
         return None
     seeds = [outcome.gathered.per_seed[seed].get(model) for seed in outcome.seeds]

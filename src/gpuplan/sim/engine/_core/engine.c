@@ -370,10 +370,6 @@ const uint64_t *gp_usable_bits(Sim *sim, int32_t job) {
 
 /* ---- nodes up first (power saving) ------------------------------------------------------- */
 
-static inline int powered_down(const Sim *sim, int32_t node) {
-    return (int)((sim->power_down[node >> 6] >> (node & 63)) & 1);
-}
-
 /* Merge the ascending node_scratch[0, have) and other[0, n_other) into node_scratch, ascending
  * (from the end, so in place). */
 static void merge_into_scratch(Sim *sim, int32_t have, const int32_t *other, int32_t n_other) {
@@ -413,7 +409,7 @@ static int32_t lowest_up_first(Sim *sim, int32_t found, int32_t count) {
     int32_t *down = sim->power_nodes, up = 0, n_down = 0;
     for (int32_t k = 0; k < found; k++) {
         int32_t node = sim->node_scratch[k];
-        if (powered_down(sim, node))
+        if (gp_powered_down(sim, node))
             down[n_down++] = node;
         else
             sim->node_scratch[up++] = node;
@@ -430,7 +426,7 @@ static int32_t place_pick(Sim *sim, int32_t eligible, int32_t count) {
         int32_t *all = sim->power_nodes, up = 0;
         memcpy(all, sim->node_scratch, (size_t)eligible * sizeof(int32_t));
         for (int32_t k = 0; k < eligible; k++)
-            if (!powered_down(sim, all[k])) sim->node_scratch[up++] = all[k];
+            if (!gp_powered_down(sim, all[k])) sim->node_scratch[up++] = all[k];
         if (up >= count && sim->place->pick(sim, sim->place_state, up, count) == count) return count;
         memcpy(sim->node_scratch, all, (size_t)eligible * sizeof(int32_t));
     }

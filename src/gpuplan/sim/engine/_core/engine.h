@@ -296,6 +296,10 @@ static inline int gp_counts_res(const Sim *sim, int32_t job) {
 }
 /* May the job find a node with its GPUs free but not its CPUs or memory? */
 static inline int gp_res_binds(const Sim *sim, int32_t job) { return sim->res_binds && gp_counts_res(sim, job); }
+/* Is `node` powered down (power saving on: power_down)? */
+static inline int gp_powered_down(const Sim *sim, int32_t node) {
+    return (int)((sim->power_down[node >> 6] >> (node & 63)) & 1);
+}
 /* Does `job` fit `node` now (GPUs, and CPUs and memory when counted)? */
 static inline int gp_node_fits(const Sim *sim, int32_t node, int32_t job) {
     if (sim->node_off && sim->node_off[node]) return 0;

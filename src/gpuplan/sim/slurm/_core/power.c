@@ -68,7 +68,7 @@ static double power_start_delay(Sim *sim, void *state, int32_t job, double now) 
     const int32_t *r = sim->ranges + 2 * sim->range_first[job];
     for (int32_t k = 0; k < sim->range_count[job]; k++)
         for (int32_t node = r[2 * k]; node < r[2 * k] + r[2 * k + 1]; node++) {
-            if ((sim->power_down[node >> 6] >> (node & 63)) & 1) {
+            if (gp_powered_down(sim, node)) {
                 set_down(sim, node, 0);
                 p->powered_down_s[node] += now - (p->idle_since[node] + p->suspend_s);
                 p->boots[node]++;
