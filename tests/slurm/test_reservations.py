@@ -109,3 +109,43 @@ def test_preemption_never_starts_a_job_into_a_reservation(backfill: str) -> None
         **MAIN_EVERY_SECOND,
     )
     assert start_times(result)[2] >= 150.0  # after the window, not into it
+
+
+def test_backfill_tries_a_job_again_just_after_a_reservation_ends() -> None:
+    """backfill.c:_attempt_backfill: when an advance reservation overlaps a job's run
+    (reservation.c:job_test_resv sets resv_overlap), its next start to try is one second after the
+    first reservation end, rounded up to bf_resolution (find_resv_end), even when no running job or
+    plan frees a node before then. A (2 nodes) cannot start at 90 s, since node1 is reserved from
+    100 to 150 s: its plan at 151 s holds node0, so B may not take node0 over 91..171 s."""
+    jobs = (
+        workload()
+        .job(submit=90, run=100, limit=100, nodes=2)  # A: planned at 151 s, starts at the window's end
+        .job(submit=91, run=80, limit=80)  # B: would cross A's plan on node0
+    )
+    result = run(jobs, 2, reservations=(MAINTENANCE,), backfill="slurm", **MAIN_EVERY_SECOND)
+    assert start_times(result) == {1: 150.0, 2: 250.0}
+    # without a plan for A (no later try), B would start at once and A only when B ends (171 s):
+    # a job short enough to end before A's planned start still backfills
+    short = workload().job(submit=90, run=100, limit=100, nodes=2).job(submit=91, run=50, limit=50)
+    assert start_times(run(short, 2, reservations=(MAINTENANCE,), backfill="slurm", **MAIN_EVERY_SECOND)) == {
+        1: 150.0,
+        2: 91.0,
+    }
+
+
+def test_a_backfill_plan_may_lie_on_nodes_a_reservation_takes_later() -> None:
+    """Slurm's will-run test sees only the nodes no reservation holds over the try's window [s, s + L]
+    (job_test_resv); the start T it finds is not checked against reservations again
+    (backfill.c:_attempt_backfill), so the plan may hold nodes a later window takes. At 70 s, A
+    (2 nodes, 30 s) waits for C on node0 until 80 s: its window 70..100 s misses node1's maintenance
+    from 100 s, but its plan [80, 110) runs into it, and holds node1 all the same, so B (30 s) may
+    not take node1 over 70..100 s. It takes node0 when C ends; A starts after the window."""
+    jobs = (
+        workload()
+        .job(submit=0, run=80, limit=80)  # C: node0 until 80 s
+        .job(submit=70, run=30, limit=30, nodes=2)  # A: planned at 80 s on both nodes
+        .job(submit=70, run=30, limit=30)  # B: 70..100 on node1 would cross A's plan
+    )
+    result = run(jobs, 2, reservations=(MAINTENANCE,), backfill="slurm", **MAIN_EVERY_SECOND)
+    assert start_times(result) == {1: 0.0, 2: 150.0, 3: 80.0}
+    assert result.node_lists().to_pylist() == ["node0", "node[0-1]", "node0"]

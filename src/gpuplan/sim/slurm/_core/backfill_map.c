@@ -20,10 +20,13 @@
  *   it needs gone from its candidates (the will-run test with preemptee candidates) and starts;
  * - a start beyond now reserves [floor_res(T), floor_res(T + L)) (at least one bf_resolution) on the
  *   chosen nodes, whole nodes even for a job that shares them, unless a node is already held in
- *   that span or an advance reservation takes one then (then retry from T,
- *   backfill.c:_test_resv_overlap), or T is beyond bf_window (no reservation);
+ *   that span (then retry from T, backfill.c:_test_resv_overlap), or T is beyond bf_window (no
+ *   reservation). Advance reservations are not looked at again for T: Slurm's will-run test only
+ *   knows the candidates of [s, s + L], so a plan may lie on nodes a reservation takes by then;
  * - when too few candidates, or T is after the first map boundary at which a candidate frees up,
- *   retry from that boundary (TRY_LATER).
+ *   retry from that boundary (TRY_LATER); when an advance reservation the job may not use
+ *   overlaps [s, s + L], also from one second after the first reservation end at or after s,
+ *   rounded up to bf_resolution, if that comes first and within bf_window (find_resv_end).
  * floor_res rounds down to a multiple of bf_resolution on the epoch clock (clock_epoch_s), so a
  * reservation may lose up to bf_resolution - 1 seconds at its end, as Slurm's does.
  * Only starts are seen outside a cycle: reservations live for the cycle, so the map is rebuilt
@@ -88,6 +91,10 @@ static inline void quiet_used(Quiet *quiet, double map_end, double t) {
 
 static double floor_res(const BackfillClock *clock, double t) {
     return floor((t + clock->epoch_s) / clock->resolution_s) * clock->resolution_s - clock->epoch_s;
+}
+
+static double ceil_res(const BackfillClock *clock, double t) {
+    return ceil((t + clock->epoch_s) / clock->resolution_s) * clock->resolution_s - clock->epoch_s;
 }
 
 /* The nodes of a bitmap. A wheel is built for any x86-64, without the popcnt instruction (the
@@ -705,13 +712,6 @@ static void drop_windowed(const Sim *sim, int32_t job, uint64_t *nodes, double f
         }
 }
 
-/* Does an advance reservation the job may not use hold one of its `need` chosen nodes (node_scratch)
- * over [from, until)? */
-static int windowed(const Sim *sim, int32_t job, int32_t need, double from, double until) {
-    for (int32_t k = 0; k < need; k++)
-        if (gp_window_blocks_at(sim, sim->node_scratch[k], job, from, until)) return 1;
-    return 0;
-}
 
 typedef struct RunKey {
     double end;
@@ -941,7 +941,7 @@ void gp_backfill_map_cycle(Sim *sim, BackfillMap *bf, double now) {
              * and the first try past the short record is at the end of the first such record
              * from the short one on. The tries in between count (MAX_TRIES), and the last of them
              * ends the job's search if that record lies beyond its window. */
-            int32_t short_k = bf->full_tries ? first - 1 : beyond - 1;
+            int32_t short_k = bf->full_tries || sim->reservations ? first - 1 : beyond - 1;
             while (short_k >= first && bf->map_count[short_k] >= need) short_k--;
             if (short_k >= first) {
                 double last_start = start_at; /* the last try whose window holds the short record */
@@ -976,6 +976,18 @@ void gp_backfill_map_cycle(Sim *sim, BackfillMap *bf, double now) {
                         prefix[w] &= bits[w];
                         if (next[w] & ~prefix[w]) later = bf->map_end[k];
                     }
+                }
+            }
+            if (sim->reservations) {
+                /* backfill.c:_attempt_backfill: when an advance reservation overlaps this try
+                 * (job_test_resv's resv_overlap), the next try may also be one second after the
+                 * first reservation end from start_at on, rounded up to bf_resolution
+                 * (find_resv_end), if that is within the window and before `later` */
+                double end = gp_reservation_end_after(sim, sim->q_job[slot], start_at, start_at + limit);
+                double retry = isnan(end) ? NAN : ceil_res(clock, end) + 1;
+                if (retry < map_end_s && (isnan(later) || retry < later)) {
+                    later = retry;
+                    later_first = -1;
                 }
             }
             /* candidates: the nodes of every record of the window */
@@ -1018,10 +1030,6 @@ void gp_backfill_map_cycle(Sim *sim, BackfillMap *bf, double now) {
                 if (!fits) break; /* its victims would not make room after all: no start, no plan */
             }
             if (when < start_at) when = start_at; /* (a later start preempting: planned then) */
-            if (when > start_at && sim->reservations && windowed(sim, sim->q_job[slot], need, when, when + limit)) {
-                start_at = when; /* an advance reservation takes a chosen node then: candidates from then */
-                continue;
-            }
             /* (a start now is neither later than `later` nor beyond bf_window) */
             if (!isnan(later) && when > later) {
                 start_at = later;

@@ -48,6 +48,25 @@ int gp_window_blocks_at(const Sim *sim, int32_t node, int32_t job, double from, 
     return 0;
 }
 
+/*
+ * reservation.c:job_test_resv sets resv_overlap when a reservation the job does not use overlaps
+ * its run [from, until) on nodes of its partition; backfill.c:_attempt_backfill then takes
+ * find_resv_end(from): the earliest end, at or after `from`, of any reservation (one the job may
+ * use too), as a later start to try.
+ */
+double gp_reservation_end_after(const Sim *sim, int32_t job, double from, double until) {
+    const struct GpReservations *r = sim->reservations;
+    if (!r) return NAN;
+    int overlap = 0;
+    double first_end = INFINITY;
+    for (int32_t w = 0; w < r->n_windows; w++) {
+        if (r->win_end[w] < from) continue;
+        if (r->win_end[w] < first_end) first_end = r->win_end[w];
+        if (!overlap && r->win_start[w] < until && r->win_end[w] > from && held_against(r, w, job)) overlap = 1;
+    }
+    return overlap ? first_end : NAN;
+}
+
 /* The next window bound after the last instant (bounds already served are passed). */
 static double next_bound(Sim *sim, void *state) {
     struct GpReservations *r = state;
@@ -109,6 +128,7 @@ static int reservations_setup(Sim *sim, GpSettings *s) {
     r.node_win_ids = node_ids;
     r.win_bounds = win_bounds;
     r.n_bounds = (int32_t)bounds;
+    r.n_windows = (int32_t)windows;
     struct GpReservations *state = PyMem_RawMalloc(sizeof(struct GpReservations));
     if (state) {
         *state = r;

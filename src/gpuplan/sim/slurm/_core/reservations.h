@@ -19,10 +19,15 @@ struct GpReservations {
     int32_t *node_win_next;   /* per node: windows before this one are over */
     const double *win_bounds; /* every window start and end, sorted: instants to schedule at */
     int32_t n_bounds, next_bound;
+    int32_t n_windows;
 };
 
 /* Is `node` held over [from, until) by a reservation `job` may not use? (for plans ahead of now);
  * 0 without reservations. */
 int gp_window_blocks_at(const Sim *sim, int32_t node, int32_t job, double from, double until);
+
+/* When a reservation `job` may not use holds a node over [from, until): the first end of a
+ * reservation at or after `from` (a later try's start, backfill's resv_end); NAN otherwise. */
+double gp_reservation_end_after(const Sim *sim, int32_t job, double from, double until);
 
 #endif
