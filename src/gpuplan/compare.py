@@ -21,8 +21,9 @@ as refused with its reason (summary.json ``refused``); the other models' results
 
 Interruption: the workers never outlive this process (``gpuplan.workers``). On Ctrl-C the models
 that had finished every seed are written as a partial result (summary.json ``partial``, the manifest
-says so) and ``gpuplan.errors.Interrupted`` is raised; a run killed outright leaves no manifest, so
-``report`` refuses the directory until the command is run again.
+says so) and ``gpuplan.errors.Interrupted`` is raised; a run stopped in any other way (before any
+model finished, while its files are written, SIGKILL, a full disk) leaves OUT as it was: the
+result replaces it as one transaction (``gpuplan.results.transaction``).
 """
 
 from __future__ import annotations
@@ -46,7 +47,8 @@ from gpuplan.metrics.replications import MAX_SEEDS, fold, replication_seeds
 from gpuplan.metrics.summary import remeasure, summarize
 from gpuplan.progress import Clocks
 from gpuplan.results import manifest
-from gpuplan.results.files import RESULT_FILES, run_tables, write_summary, write_tables
+from gpuplan.results.files import run_tables, write_summary, write_tables
+from gpuplan.results.transaction import Stage, checkpoint, open_stage
 from gpuplan.sim.engine._batchcore import progress_clock
 from gpuplan.sim.models import MODELS, run_input, run_model
 from gpuplan.simulate import assumption_sentences
@@ -146,12 +148,28 @@ def compare(
     request: CompareRequest,
     on_done: Callable[[str], None] | None = None,
     on_start: Callable[[Clocks], None] | None = None,
+    stage: Stage | None = None,
 ) -> CompareResult:
     """Run the models on every seed, write OUT/summary.json, jobs.parquet, timeline.parquet and
     manifest.json; ``on_done(what)`` is called as each (model, seed) finishes, ``on_start(clocks)``
-    once the runs are known (their simulated time, for progress: ``gpuplan.progress``).
+    once the runs are known (their simulated time, for progress: ``gpuplan.progress``). The files
+    replace OUT's as one transaction (``results.transaction``), or go into ``stage``, a caller's
+    (``recommend`` adds its own files to the same result).
 
     Example: ``compare(CompareRequest(Path("examples/mixed-org.yaml"), seeds=3)).summary["models"]``"""
+    if stage is not None:
+        return _compare(request, on_done, on_start, stage)
+    with open_stage(request.out) as own:
+        result = _compare(request, on_done, on_start, own)
+    return replace(result, files=own.final(result.files))
+
+
+def _compare(
+    request: CompareRequest,
+    on_done: Callable[[str], None] | None,
+    on_start: Callable[[Clocks], None] | None,
+    stage: Stage,
+) -> CompareResult:
     if not is_scenario(request.scenario):
         raise InputError(
             "compare and recommend need a scenario file (.yaml): a trace has no teams, answers or "
@@ -191,6 +209,7 @@ def compare(
         clocks.finished(runs.index((result.name, result.seed)))
         if on_done:
             on_done(result.name if len(seeds) == 1 else f"{result.name}, seed {result.seed}")
+        checkpoint("models")
 
     run = manifest.describe_run(request.command, loaded, request.scenario, names)
     search = None
@@ -203,12 +222,15 @@ def compare(
         done = [name for name in names if all((name, seed) in results for seed in seeds)]
         missing = [name for name in names if name not in done]
         if not done:
-            raise Interrupted("interrupted before any model finished: nothing was written") from None
+            raise Interrupted(
+                f"interrupted before any model finished: nothing was written ({request.out} is as it was)"
+            ) from None
         partial = {"missing_models": missing, "why": "interrupted"}
-        _write(request.out, loaded, gather_seeds(results, done, seeds, horizon_s, once, book), run, partial)
+        _write(stage.dir, loaded, gather_seeds(results, done, seeds, horizon_s, once, book), run, partial)
         raise Interrupted(
             f"interrupted: wrote {', '.join(done)} to {request.out} as a partial result "
-            f"(not run: {', '.join(missing)})"
+            f"(not run: {', '.join(missing)})",
+            kept=True,
         ) from None
     gathered = gather_seeds(results, names, seeds, horizon_s, once, book)
     if search is not None and "hybrid" in gathered.models:  # (not when refused on another seed)
@@ -222,7 +244,7 @@ def compare(
     for name, sets in request.model_sets.items():
         if name in gathered.models:
             gathered.models[name]["set"] = list(sets)
-    summary, files = _write(request.out, loaded, gathered, run)
+    summary, files = _write(stage.dir, loaded, gathered, run)
     warnings = list(loaded.warnings)
     warnings += [f"{name} refused the scenario: {why}" for name, why in gathered.refused.items()]
     if once:
@@ -379,9 +401,8 @@ def _write(
     run: manifest.Run,
     partial: dict[str, Any] | None = None,
 ) -> tuple[dict[str, Any], list[Path]]:
-    """summary.json, jobs.parquet, timeline.parquet, events.parquet, then the manifest; returns the
-    summary and the four files."""
-    manifest.start(out, keep=RESULT_FILES)
+    """summary.json, jobs.parquet, timeline.parquet, events.parquet, then the manifest, in ``out`` (a
+    stage); returns the summary and the four files."""
     summary: dict[str, Any] = {
         "gpuplan_version": __version__,
         "input": loaded.info,
@@ -393,6 +414,7 @@ def _write(
     if len(gathered.per_seed) > 1:
         summary["per_seed"] = {str(seed): models for seed, models in gathered.per_seed.items()}
     files = [write_summary(out, summary)]
+    checkpoint("write")
     files += write_tables(out, gathered.tables)
     if partial or gathered.refused:
         run = replace(run, models=list(gathered.models), partial=partial)

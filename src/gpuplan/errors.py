@@ -35,8 +35,10 @@ class InputError(GpuplanError):
 
 
 class Interrupted(KeyboardInterrupt):
-    """Ctrl-C (or SIGTERM) during a command; the message says what was written before it stopped."""
+    """Ctrl-C (or SIGTERM) during a command; the message says what was written before it stopped.
+    ``kept``: a partial result (marked as such) was staged and replaces the previous one."""
 
-    def __init__(self, message: str) -> None:
+    def __init__(self, message: str, *, kept: bool = False) -> None:
         self.message = message
+        self.kept = kept
         super().__init__(message)

@@ -7,7 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from gpuplan.inputs import InputOptions, load_input
-from gpuplan.results.files import prepare_out
+from gpuplan.results.files import write_json, write_parquet
+from gpuplan.results.transaction import open_stage
 from gpuplan.workload.characterize import characterize
 
 
@@ -27,15 +28,11 @@ class InspectResult:
 
 def inspect(request: InspectRequest) -> InspectResult:
     """Figures of the workload; writes OUT/job_table.parquet (the normalised jobs) and OUT/inspect.json."""
-    import json
-
-    import pyarrow.parquet as pq
-
     loaded = load_input(request.input, request.options)
     figures = {"input": loaded.info, **characterize(loaded.workload)}
-    prepare_out(request.out)
-    table_path = request.out / "job_table.parquet"
-    pq.write_table(loaded.workload.jobs.to_arrow(), table_path)
-    figures_path = request.out / "inspect.json"
-    figures_path.write_text(json.dumps(figures, indent=2, allow_nan=False) + "\n")
-    return InspectResult(figures=figures, files=[figures_path, table_path], warnings=list(loaded.warnings))
+    with open_stage(request.out) as stage:
+        files = [
+            write_json(stage.dir / "inspect.json", figures),
+            write_parquet(stage.dir / "job_table.parquet", loaded.workload.jobs.to_arrow()),
+        ]
+    return InspectResult(figures=figures, files=stage.final(files), warnings=list(loaded.warnings))

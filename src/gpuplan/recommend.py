@@ -4,7 +4,7 @@ against the decision criteria with that evidence, and write the architecture-rev
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from importlib.resources import as_file, files
 from pathlib import Path
 
@@ -13,6 +13,7 @@ from gpuplan.compare import DEFAULT_SEEDS, CompareRequest, compare
 from gpuplan.progress import Clocks
 from gpuplan.report import build_report
 from gpuplan.results import manifest
+from gpuplan.results.transaction import Stage, checkpoint, open_stage
 
 BUNDLED_EXAMPLE = "mixed-org.yaml"  # a research group on Slurm and product teams serving models
 
@@ -46,9 +47,22 @@ def recommend(
     on_step: Callable[[str], None] | None = None,
     on_start: Callable[[Clocks], None] | None = None,
 ) -> RecommendResult:
-    """compare -> advise -> report, then the manifest of them all; ``on_step(what)`` is called after
-    each model and each step, ``on_start`` as compare's."""
+    """compare -> advise -> report, then the manifest of them all, replacing OUT's result as one
+    transaction; ``on_step(what)`` is called after each model and each step, ``on_start`` as
+    compare's."""
     scenario = request.scenario or bundled_example()
+    with open_stage(request.out) as stage:
+        result = _recommend(request, scenario, stage, on_step, on_start)
+    return replace(result, files=stage.final(result.files))
+
+
+def _recommend(
+    request: RecommendRequest,
+    scenario: Path,
+    stage: Stage,
+    on_step: Callable[[str], None] | None,
+    on_start: Callable[[Clocks], None] | None,
+) -> RecommendResult:
     compared = compare(
         CompareRequest(
             scenario,
@@ -62,14 +76,16 @@ def recommend(
         ),
         on_step,
         on_start,
+        stage,
     )
     recommendation = advise(compared.summary, compared.loaded)
-    recommendation_file = write_recommendation(request.out, recommendation)
+    recommendation_file = write_recommendation(stage.dir, recommendation)
     if on_step:
         on_step("scoring")
-    report = build_report(request.out, loaded=compared.loaded, recommendation=recommendation)
+    checkpoint("report")
+    report = build_report(stage.dir, loaded=compared.loaded, recommendation=recommendation)
     if on_step:
         on_step("report")
     files = [*compared.files, recommendation_file, *report.files]
-    manifest.finish(request.out, compared.run, files)
+    manifest.finish(stage.dir, compared.run, files)
     return RecommendResult(scenario, recommendation, files, [*compared.warnings, *report.warnings])

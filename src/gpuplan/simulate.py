@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +16,8 @@ from gpuplan.inputs import Input, InputOptions, load_input
 from gpuplan.metrics.diagnose import diagnose, diagnosis_sentence
 from gpuplan.metrics.summary import remeasure, summarize, work_by_workload
 from gpuplan.results import manifest
-from gpuplan.results.files import RESULT_FILES, run_tables, write_summary, write_tables
+from gpuplan.results.files import run_tables, write_summary, write_tables
+from gpuplan.results.transaction import open_stage
 from gpuplan.sim.models import MODELS, run_input
 from gpuplan.sim.outcome import REJECTED, ModelRun
 
@@ -103,6 +104,12 @@ def simulate(request: SimulateRequest) -> SimulateResult:
     """Read the input, simulate the model, write OUT/summary.json, jobs.parquet, timeline.parquet and
     manifest.json."""
     MODELS.get(request.model).check_backfill(request.backfill)  # before the input is read
+    with open_stage(request.out) as stage:
+        result = _simulate(request, stage.dir)
+    return replace(result, files=stage.final(result.files))
+
+
+def _simulate(request: SimulateRequest, out: Path) -> SimulateResult:
     began = time.perf_counter()
     loaded = load_input(request.input, request.options)
     read_s = time.perf_counter() - began
@@ -116,16 +123,15 @@ def simulate(request: SimulateRequest) -> SimulateResult:
         remeasure(model_summary, 0.0, max(horizon_s, model_summary["last_end_s"]))
     apply_costs(model_summary, price_book(loaded.scenario) if loaded.scenario is not None else None)
     model_summary["diagnoses"] = diagnose(run.model, model_summary, horizon_s)
-    manifest.start(request.out, keep=RESULT_FILES)
-    files = write_tables(request.out, [run_tables(run)])
+    files = write_tables(out, [run_tables(run)])
     model_summary["timing_s"] = {
         "read": read_s,
         "simulate": run.simulate_s,
         "write": time.perf_counter() - began,
     }
     summary = {"gpuplan_version": __version__, "input": loaded.info, "models": {run.model: model_summary}}
-    files.insert(0, write_summary(request.out, summary))
-    manifest.finish(request.out, manifest.describe_run("simulate", loaded, request.input, [run.model]), files)
+    files.insert(0, write_summary(out, summary))
+    manifest.finish(out, manifest.describe_run("simulate", loaded, request.input, [run.model]), files)
     warnings = list(loaded.warnings)
     if (undone := work_not_done_warning(loaded, run, model_summary)) is not None:
         warnings.append(undone)

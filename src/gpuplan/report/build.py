@@ -9,8 +9,9 @@ with the input already loaded, for commands that have just simulated it (``recom
 
 from __future__ import annotations
 
+import os
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,7 @@ from gpuplan.report.context import ReportInputs, build_sections, input_shown, ti
 from gpuplan.report.results import read_results, read_summary
 from gpuplan.results import manifest
 from gpuplan.results.files import REPORT_INPUTS, prepare_out
+from gpuplan.results.transaction import open_stage
 
 
 @dataclass
@@ -135,7 +137,8 @@ def build_report(
             source=str(directory / "summary.json"),
         )
         computed = True
-    if computed or out != directory:  # the reports' directory holds the recommendation they show
+    # the reports' directory holds the recommendation they show
+    if computed or not (out / RECOMMENDATION_FILE).is_file():
         files.append(write_recommendation(out, recommendation))
     inputs = ReportInputs(
         summary=results.summary,
@@ -177,18 +180,20 @@ def rebuild(
     if checked.run.partial:
         missing = ", ".join(checked.run.partial.get("missing_models", []))
         warnings.append(f"a partial result (the run was interrupted): no figures for {missing}")
-    result = build_report(
-        directory,
-        out=out,
-        loaded=loaded,
-        criteria=load_criteria(criteria),
-        warnings=warnings,
-        saved_recommendation=saved,
-    )
     target = out or directory
-    kept = [directory / name for name in checked.files] if target == directory else []
-    manifest.finish(target, checked.run, [*kept, *result.files])
-    return result
+    # the reports join the results they were built from: one transaction, the results kept by link
+    keep = list(checked.files) if os.path.realpath(target) == os.path.realpath(directory) else []
+    with open_stage(target, keep=keep) as stage:
+        result = build_report(
+            directory,
+            out=stage.dir,
+            loaded=loaded,
+            criteria=load_criteria(criteria),
+            warnings=warnings,
+            saved_recommendation=saved,
+        )
+        manifest.finish(stage.dir, checked.run, [*(stage.dir / name for name in keep), *result.files])
+    return replace(result, files=stage.final(result.files))
 
 
 __all__ = ["RECOMMENDATION_FILE", "ReportResult", "build_report", "find_input", "rebuild"]

@@ -1,12 +1,11 @@
 """``OUT/manifest.json``: what one run wrote, written last (DESIGN.md "Results").
 
-A command that writes results first removes the directory's manifest and the files the previous
-manifest listed that it will not write again (a report or recommendation of an earlier run must not
-sit beside new figures), writes its files (each atomically), and writes the manifest last: the
-gpuplan version, the command, the scenario, the input files with their SHA-256, the models, whether
-the result is partial (an interrupted comparison), and every file with its SHA-256. A directory
-without a manifest holds an unfinished run; a file whose hash differs was written by another run.
-``gpuplan report`` checks all of this before it reads anything (``check``).
+A command writes its files into a stage and the manifest last (``gpuplan.results.transaction``: the
+stage then replaces OUT as a whole, so a report or recommendation of an earlier run never sits
+beside new figures): the gpuplan version, the command, the scenario, the input files with their
+SHA-256, the models, whether the result is partial (an interrupted comparison), and every file with
+its SHA-256. A file whose hash differs was changed after the run. ``gpuplan report`` checks all of
+this before it reads anything (``check``).
 """
 
 from __future__ import annotations
@@ -21,11 +20,9 @@ from typing import Any
 from gpuplan import __version__
 from gpuplan.errors import InputError
 from gpuplan.inputs import Input, input_files
-from gpuplan.results.files import prepare_out, write_json
+from gpuplan.results.files import write_json
 
 MANIFEST = "manifest.json"
-# written from a run's results (recommend, report): never left beside another run's results
-DERIVED_FILES = ("recommendation.json", "report.html", "report.md")
 CHUNK = 1 << 20
 
 
@@ -94,19 +91,6 @@ def read(out: Path) -> Manifest | None:
     except (KeyError, TypeError, AttributeError) as exc:
         raise InputError(f"not a gpuplan manifest ({exc})", path=path) from None
     return Manifest(run, files)
-
-
-def start(out: Path, keep: Sequence[str] = ()) -> None:
-    """Before a run writes into ``out``: remove its manifest, and the files the old manifest lists
-    other than ``keep`` (those the run writes again). Without a manifest (the last run was killed),
-    the reports and recommendation gpuplan writes go, as they may be of a run before it."""
-    prepare_out(out)
-    previous = read_or_none(out)
-    (out / MANIFEST).unlink(missing_ok=True)
-    names = previous.files if previous is not None else DERIVED_FILES
-    for name in names:
-        if name not in keep and Path(name).name == name:  # only plain file names in OUT
-            (out / name).unlink(missing_ok=True)
 
 
 def read_or_none(out: Path) -> Manifest | None:

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -32,8 +32,10 @@ from gpuplan.advisor.evidence import lookup
 from gpuplan.advisor.scoring import target_misses
 from gpuplan.compare import DEFAULT_SEEDS
 from gpuplan.errors import InputError
+from gpuplan.inputs import Input
 from gpuplan.results import manifest
 from gpuplan.results.files import prepare_out, write_json, write_text
+from gpuplan.results.transaction import Stage, open_stage
 from gpuplan.scenario.model import MAX_NODES
 from gpuplan.sweep.points import (
     POINTS_DIR,
@@ -255,9 +257,6 @@ def size(
 ) -> SizeResult:
     """Search each model's least-cost size; write OUT/size.json, size.html and the manifest.
     ``on_judged(model, nodes, meets, simulations so far)`` is called as each size is judged."""
-    from gpuplan.sizing.page import size_page
-    from gpuplan.sweep.executors import LocalExecutor
-
     base = load_variant(request.scenario, request.sets)
     assert base.scenario is not None
     loaded = base.scenario
@@ -268,6 +267,24 @@ def size(
             field="targets",
         )
     models = list(request.models or loaded.scenario.models.compare)
+    with open_stage(request.out) as stage:
+        result = _size(request, models, base, on_judged, stage)
+    return replace(result, files=stage.final(result.files))
+
+
+def _size(
+    request: SizeRequest,
+    models: list[str],
+    base: Input,
+    on_judged: Callable[[str, dict[str, int], bool, Progress], None] | None,
+    stage: Stage,
+) -> SizeResult:
+    from gpuplan.sizing.page import size_page
+    from gpuplan.sweep.executors import LocalExecutor
+
+    assert base.scenario is not None
+    loaded = base.scenario
+    # the point store lives in OUT itself (a rerun after a kill reuses it); the stage carries it over
     prepare_out(request.out)
     store = PointStore(request.out / POINTS_DIR)
     executor = request.executor or LocalExecutor()
@@ -280,14 +297,13 @@ def size(
         total.total += search.progress.total
         total.run += search.progress.run
         total.reused += search.progress.reused
-    manifest.start(request.out, keep=("size.json", "size.html"))
     summary = size_summary(request, sizes, total)
     files = [
-        write_json(request.out / "size.json", summary),
-        write_text(request.out / "size.html", size_page(summary)),
+        write_json(stage.dir / "size.json", summary),
+        write_text(stage.dir / "size.html", size_page(summary)),
     ]
     run = manifest.describe_run("size", base, request.scenario, models)
-    manifest.finish(request.out, run, files)
+    manifest.finish(stage.dir, run, files)
     warnings = [f"{s.model}: {s.why}" for s in sizes if s.why]
     return SizeResult(sizes, files, total, summary, warnings)
 

@@ -43,6 +43,7 @@ from gpuplan.errors import InputError
 from gpuplan.metrics.replications import MAX_SEEDS
 from gpuplan.results import manifest
 from gpuplan.results.files import prepare_out, write_json, write_parquet, write_text
+from gpuplan.results.transaction import Stage, open_stage
 from gpuplan.scenario.load import Problem, ScenarioError, validation_problems
 from gpuplan.scenario.model import ModelName
 from gpuplan.scenario.section import Section
@@ -59,7 +60,6 @@ from gpuplan.sweep.points import (
 )
 
 MAX_POINTS = 1_000_000
-SWEEP_FILES = ("sweep.parquet", "sweep.json", "sweep.html")
 # summary parts that are no figure of the run (its settings echo, timings, diagnoses as text)
 _NOT_FIGURES = {"settings", "timing_s", "diagnoses", "replications", "split_search", "prices", "refused"}
 # what the frontier and sweep.json show of each model
@@ -194,9 +194,6 @@ def _variant_record(outcome: VariantOutcome, models: Sequence[str]) -> dict[str,
 
 def run_sweep(request: SweepRequest, on_point: Callable[[Progress], None] | None = None) -> SweepResult:
     """Run (or resume) the sweep; write OUT/sweep.parquet, sweep.json, sweep.html and the manifest."""
-    from gpuplan.sweep.charts import sweep_page
-    from gpuplan.sweep.executors import LocalExecutor
-
     spec = read_spec(request.sweep)
     scenario = (request.sweep.parent / spec.scenario).resolve()
     if not scenario.is_file():
@@ -211,11 +208,28 @@ def run_sweep(request: SweepRequest, on_point: Callable[[Progress], None] | None
         raise InputError(
             f"more than {MAX_POINTS:,} points: split the sweep", path=request.sweep, field="grid"
         )
+    with open_stage(request.out) as stage:
+        result = _sweep(request, spec, scenario, variants, models, on_point, stage)
+    return replace(result, files=stage.final(result.files))
+
+
+def _sweep(
+    request: SweepRequest,
+    spec: SweepSpec,
+    scenario: Path,
+    variants: list[tuple[str, ...]],
+    models: Sequence[str],
+    on_point: Callable[[Progress], None] | None,
+    stage: Stage,
+) -> SweepResult:
+    from gpuplan.sweep.charts import sweep_page
+    from gpuplan.sweep.executors import LocalExecutor
+
+    # the point store lives in OUT itself (a rerun after a kill reuses it); the stage carries it over
     prepare_out(request.out)
     store = PointStore(request.out / POINTS_DIR)
     executor = request.executor or LocalExecutor()
     outcomes, progress = evaluate(scenario, variants, models, spec.seeds, executor, store, on_point)
-    manifest.start(request.out, keep=SWEEP_FILES)
     paths = list(spec.grid) + [p for v in spec.variants for p in v if p not in spec.grid]
     paths = list(dict.fromkeys(paths))
     records = [_variant_record(outcome, models) for outcome in outcomes]
@@ -231,14 +245,14 @@ def run_sweep(request: SweepRequest, on_point: Callable[[Progress], None] | None
         "variants": records,
     }
     files = [
-        write_parquet(request.out / "sweep.parquet", _rows(paths, outcomes, models)),
-        write_json(request.out / "sweep.json", summary),
-        write_text(request.out / "sweep.html", sweep_page(summary)),
+        write_parquet(stage.dir / "sweep.parquet", _rows(paths, outcomes, models)),
+        write_json(stage.dir / "sweep.json", summary),
+        write_text(stage.dir / "sweep.html", sweep_page(summary)),
     ]
     first = outcomes[0].loaded
     run = manifest.describe_run("sweep", first, request.sweep, models)
     run = replace(run, inputs={**manifest.input_hashes([request.sweep]), **run.inputs})
-    manifest.finish(request.out, run, files)
+    manifest.finish(stage.dir, run, files)
     warnings = []
     refused = {(m, why) for o in outcomes for m, why in o.gathered.refused.items()}
     warnings += [f"{m} refused a variant: {why}" for m, why in sorted(refused)]
