@@ -140,8 +140,11 @@ def test_a_rerun_finishes_what_a_killed_run_left(tmp_path: Path) -> None:
     assert (out / "summary.json").read_text() == "previous"
     assert leftovers(out) == []
     (out / f".jobs.parquet.{dead}.tmp").write_text("half")  # a file write killed midway
+    (out / "points").mkdir()  # and a point of a sweep's store
+    (out / "points" / f".a.json.{dead}.tmp").write_text("half")
     recover(out)
-    assert sorted(p.name for p in out.iterdir()) == ["summary.json"]
+    assert sorted(p.name for p in out.iterdir()) == ["points", "summary.json"]
+    assert list((out / "points").iterdir()) == []
 
 
 def test_unwritable_out_is_exit_2_naming_the_path(tmp_path: Path) -> None:

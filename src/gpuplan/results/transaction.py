@@ -56,6 +56,8 @@ OWN_FILES = frozenset(
         "job_table.parquet",
     }
 )
+# a file being written (results.files.atomic_write): .NAME.PID.tmp
+TEMPORARY = re.compile(r"\..+\.(\d+)\.tmp")
 _RENAME_EXCHANGE = 2  # linux/fs.h
 _AT_FDCWD = -100
 # fault injection for the interruption tests (tests/results/test_transactions.py): the process
@@ -122,13 +124,12 @@ def recover(out: Path) -> None:
     for path, _kind, pid in left:
         if not _alive(pid):
             _remove(path)
-    temporary = re.compile(r"\..+\.(\d+)\.tmp")
     if out.is_dir():
-        with contextlib.suppress(OSError):
-            for entry in out.iterdir():
-                match = temporary.fullmatch(entry.name)
+        for directory, _, names in os.walk(out):  # (the point store's too)
+            for name in names:
+                match = TEMPORARY.fullmatch(name)
                 if match and not _alive(int(match[1])):
-                    entry.unlink(missing_ok=True)
+                    Path(directory, name).unlink(missing_ok=True)
 
 
 def _resolved(out: Path) -> Path:
@@ -186,7 +187,8 @@ def _link_tree(source: Path, target: Path) -> None:
     elif source.is_dir():
         target.mkdir()
         for entry in source.iterdir():
-            _link_tree(entry, target / entry.name)
+            if not TEMPORARY.fullmatch(entry.name):
+                _link_tree(entry, target / entry.name)
     else:
         try:
             os.link(source, target)
@@ -225,7 +227,7 @@ def _carry_over(stage: Stage, previous_files: Collection[str]) -> None:
         return
     for entry in stage.target.iterdir():
         name = entry.name
-        own = name in OWN_FILES or name in previous_files or re.fullmatch(r"\..+\.\d+\.tmp", name)
+        own = name in OWN_FILES or name in previous_files or TEMPORARY.fullmatch(name)
         if own or os.path.lexists(stage.dir / name):
             continue
         _link_tree(entry, stage.dir / name)
