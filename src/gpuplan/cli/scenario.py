@@ -54,6 +54,7 @@ def schema(
 
     Example: gpuplan schema --out gpuplan.schema.json
     """
+    from gpuplan.atomic import atomic_write
     from gpuplan.scenario.model import Scenario
 
     text = json.dumps(Scenario.model_json_schema(), indent=2) + "\n"
@@ -61,4 +62,6 @@ def schema(
         if out is None:
             sys.stdout.write(text)
         else:
-            out.write_text(text)
+            # whole or not at all: a full disk leaves the previous schema, not half of one that an
+            # editor would then fail to read
+            atomic_write(out, lambda temporary: temporary.write_text(text, encoding="utf-8"))

@@ -10,8 +10,6 @@ files one run wrote.
 from __future__ import annotations
 
 import json
-import os
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +18,7 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from gpuplan.atomic import atomic_write as atomic_write  # re-exported: sweep.points uses it
 from gpuplan.errors import InputError
 from gpuplan.sim.outcome import JOB_STATES, ModelRun, QueueSeries
 from gpuplan.workload.jobtable import Labels
@@ -178,24 +177,6 @@ def prepare_out(out: Path) -> None:
         raise InputError(
             f"cannot create the output directory: {exc.strerror}", path=out, field="--out"
         ) from None
-
-
-def atomic_write(path: Path, write: Callable[[Path], object]) -> Path:
-    """``write(temporary)`` then rename the temporary file to ``path``: readers (and a later run) see
-    the old file or the whole new one. The temporary file is removed if ``write`` fails."""
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        write(temporary)
-        with temporary.open("rb+") as written:
-            os.fsync(written.fileno())
-        os.replace(temporary, path)
-    except OSError as exc:
-        temporary.unlink(missing_ok=True)
-        raise InputError(f"cannot write: {exc.strerror or exc}", path=path) from None
-    except BaseException:
-        temporary.unlink(missing_ok=True)
-        raise
-    return path
 
 
 def write_text(path: Path, text: str) -> Path:

@@ -32,6 +32,7 @@ from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from gpuplan.atomic import TEMPORARY, running
 from gpuplan.errors import InputError, Interrupted
 
 NEW, OLD = "new", "old"
@@ -56,8 +57,6 @@ OWN_FILES = frozenset(
         "job_table.parquet",
     }
 )
-# a file being written (results.files.atomic_write): .NAME.PID.tmp
-TEMPORARY = re.compile(r"\..+\.(\d+)\.tmp")
 _RENAME_EXCHANGE = 2  # linux/fs.h
 _AT_FDCWD = -100
 # fault injection for the interruption tests (tests/results/test_transactions.py): the process
@@ -92,15 +91,9 @@ def _left_behind(out: Path) -> Iterator[tuple[Path, str, int]]:
 
 
 def _alive(pid: int) -> bool:
-    if pid == os.getpid():
-        return False  # ours from an earlier call of this process: done with
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # another user's live process
-    return True
+    """Whether a stage, old copy or temporary of ``pid`` may still be in use (this process's own,
+    from an earlier run in it, is done with)."""
+    return pid != os.getpid() and running(pid)
 
 
 def _remove(path: Path) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, StrictInt, model_validator
 from pydantic_core import PydanticCustomError
 
 from gpuplan.scenario.section import Section
@@ -50,7 +50,7 @@ class Lending(Section):
     (``move_time``), and the same move time applies on its way back."""
 
     policy: Literal["none", "kubernetes_borrows"] = "none"
-    max_nodes: int | None = Field(
+    max_nodes: StrictInt | None = Field(
         None, ge=0, le=MAX_SIZE_NODES, description="nodes of each pool Slurm may lend (default: all)"
     )
     grace_time: Duration = Field(300.0, description="before a draining node's jobs are requeued")
@@ -58,7 +58,7 @@ class Lending(Section):
 
 
 class HybridSettings(Section):
-    split: dict[str, Annotated[int, Field(ge=0, le=MAX_SIZE_NODES)]] = Field(
+    split: dict[str, Annotated[StrictInt, Field(ge=0, le=MAX_SIZE_NODES)]] = Field(
         default_factory=dict,
         description="nodes of each pool given to Slurm, the rest to Kubernetes (default: proposed from the "
         "workload's peak service GPUs and batch GPU-hours)",

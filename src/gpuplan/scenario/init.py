@@ -17,10 +17,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, ValidationError, field_validator
 
+from gpuplan.atomic import atomic_write, remove_stale_temporaries
 from gpuplan.errors import InputError
-from gpuplan.scenario.load import LoadedScenario, load_scenario
+from gpuplan.scenario.load import LoadedScenario, error_message, load_scenario
 from gpuplan.scenario.shapes import get_shape, load_catalogue
 from gpuplan.scenario.source import Located, load_yaml
 from gpuplan.scenario.units import format_number, parse_duration
@@ -40,20 +41,20 @@ class Answers(BaseModel):
     name: str = Field("gpu-platform", min_length=1, max_length=200)
     horizon: str = "14d"
     training_shape: str = "BM.GPU.H100.8"
-    training_nodes: int = Field(8, ge=1, le=10_000)
-    price_per_gpu_hour: float = Field(0.0, ge=0, le=1000)  # 0: the catalogue's list price by shape
-    research_teams: int = Field(2, ge=0, le=50)
-    training_jobs_per_day: float = Field(6.0, ge=0, le=MAX_JOBS_PER_DAY)
-    multi_node_percent: float = Field(30.0, ge=0, le=100)
-    training_hours: float = Field(6.0, ge=0.01, le=8760)  # 36 seconds (written as 1m) to a year
-    small_jobs_per_day: float = Field(30.0, ge=0, le=MAX_JOBS_PER_DAY)
-    notebooks_per_day: float = Field(0.0, ge=0, le=MAX_JOBS_PER_DAY)
-    pipelines_per_day: float = Field(0.0, ge=0, le=MAX_JOBS_PER_DAY)
-    services: int = Field(0, ge=0, le=50)
+    training_nodes: StrictInt = Field(8, ge=1, le=10_000)
+    price_per_gpu_hour: StrictFloat = Field(0.0, ge=0, le=1000)  # 0: the catalogue's list price by shape
+    research_teams: StrictInt = Field(2, ge=0, le=50)
+    training_jobs_per_day: StrictFloat = Field(6.0, ge=0, le=MAX_JOBS_PER_DAY)
+    multi_node_percent: StrictFloat = Field(30.0, ge=0, le=100)
+    training_hours: StrictFloat = Field(6.0, ge=0.01, le=8760)  # 36 seconds (written as 1m) to a year
+    small_jobs_per_day: StrictFloat = Field(30.0, ge=0, le=MAX_JOBS_PER_DAY)
+    notebooks_per_day: StrictFloat = Field(0.0, ge=0, le=MAX_JOBS_PER_DAY)
+    pipelines_per_day: StrictFloat = Field(0.0, ge=0, le=MAX_JOBS_PER_DAY)
+    services: StrictInt = Field(0, ge=0, le=50)
     inference_shape: str = "BM.GPU.A10.4"
-    inference_nodes: int = Field(4, ge=1, le=10_000)
-    peak_requests_per_s: float = Field(100.0, gt=0, le=1e6)
-    throughput_per_replica: float = Field(10.0, ge=0.01, le=1e6)
+    inference_nodes: StrictInt = Field(4, ge=1, le=10_000)
+    peak_requests_per_s: StrictFloat = Field(100.0, gt=0, le=1e6)
+    throughput_per_replica: StrictFloat = Field(10.0, ge=0.01, le=1e6)
     kubernetes_skills: Literal["unknown", "none", "low", "medium", "high"] = "unknown"
     containerised: Literal["unknown", "none", "some", "most", "all"] = "unknown"
     existing_slurm_scripts: Literal["unknown", "none", "low", "medium", "high"] = "unknown"
@@ -63,7 +64,7 @@ class Answers(BaseModel):
     operational_maturity: Literal["unknown", "none", "low", "medium", "high"] = "unknown"
     platform_today: Literal["unknown", "none", "slurm", "kubernetes", "both"] = "unknown"
     p95_wait: str = "none"
-    slo_attainment: float = Field(0.99, gt=0, le=1)
+    slo_attainment: StrictFloat = Field(0.99, gt=0, le=1)
 
     @field_validator(*SHAPE_KEYS)
     @classmethod
@@ -284,7 +285,7 @@ def check_answers(raw: Mapping[str, Any], source: str = "answers", located: Loca
         error = exc.errors()[0]
         field = ".".join(str(part) for part in error["loc"])
         key = str(error["loc"][0]) if error["loc"] else ""
-        raise InputError(error["msg"], path=source, line=line(key), field=field or None) from None
+        raise InputError(error_message(error), path=source, line=line(key), field=field or None) from None
 
 
 def answer_problem(key: str, value: Any) -> str | None:
@@ -506,17 +507,23 @@ def _research_workloads(answers: Answers, teams: list[str], gpn: int) -> list[st
 
 
 def write_scenario(answers: Answers, path: Path, *, overwrite: bool = False) -> LoadedScenario:
-    """Write the scenario for ``answers`` to ``path`` and load it back (it must validate)."""
-    if path.exists() and not overwrite:
+    """Write the scenario for ``answers`` to ``path`` and load it back (it must validate).
+
+    The file is written whole or not at all (``atomic_write``): a full disk or a killed run leaves no
+    empty file that a retry would refuse as existing, and with ``overwrite`` the old file stays as
+    it was until the new text is complete on disk."""
+    try:
+        exists, directory = path.exists(), path.parent.is_dir()
+    except OSError as exc:  # a directory on the way that may not be searched
+        raise InputError(f"cannot write: {exc.strerror or exc}", path=path) from None
+    if exists and not overwrite:
         raise InputError("exists already (give --force to replace it)", path=path)
-    if not path.parent.is_dir():
+    if not directory:
         # a mistyped directory must not be created silently
         raise InputError(f"the directory {path.parent} does not exist (create it first)", path=path)
     text = scenario_text(answers)
-    try:
-        path.write_text(text, encoding="utf-8")
-    except OSError as exc:
-        raise InputError(f"cannot write: {exc.strerror}", path=path) from None
+    atomic_write(path, lambda temporary: temporary.write_text(text, encoding="utf-8"))
+    remove_stale_temporaries(path)  # what runs killed while writing this file left
     return load_scenario(path)
 
 

@@ -24,9 +24,10 @@ import difflib
 import itertools
 from typing import Annotated, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, StrictFloat, StrictInt, model_validator
 from pydantic_core import PydanticCustomError
 
+from gpuplan.scenario.names import Name
 from gpuplan.scenario.section import Section
 from gpuplan.scenario.units import MAX_SIZE_NODES, Duration
 
@@ -43,14 +44,14 @@ class FlavorQuota(Section):
     A flavor is a pool (``name`` = the pool's name: its nodes carry the flavor's nodeLabels), or
     ``default-flavor``, a flavor without nodeLabels whose workloads' pods may go to any pool."""
 
-    name: str = Field(description="ResourceFlavor: a pool name, or default-flavor (any pool)")
-    nominalQuota: float = Field(
+    name: Name = Field(description="ResourceFlavor: a pool name, or default-flavor (any pool)")
+    nominalQuota: StrictFloat = Field(
         ge=0, le=MAX_GPUS, description="GPUs guaranteed to this ClusterQueue (at most 10,000,000)"
     )
-    borrowingLimit: float | None = Field(
+    borrowingLimit: StrictFloat | None = Field(
         None, ge=0, le=MAX_GPUS, description="most GPUs it may borrow from its cohort (null: unlimited)"
     )
-    lendingLimit: float | None = Field(
+    lendingLimit: StrictFloat | None = Field(
         None,
         ge=0,
         le=MAX_GPUS,
@@ -62,7 +63,7 @@ class BorrowWithinCohort(Section):
     """``preemption.borrowWithinCohort``: may a workload that must borrow preempt in the cohort."""
 
     policy: Literal["Never", "LowerPriority"] = "Never"
-    maxPriorityThreshold: int | None = Field(
+    maxPriorityThreshold: StrictInt | None = Field(
         None, ge=-INT32_MAX - 1, le=INT32_MAX, description="only workloads at or below this priority (int32)"
     )
 
@@ -76,7 +77,7 @@ class Preemption(Section):
 
 
 class FairSharingWeight(Section):
-    weight: float = Field(
+    weight: StrictFloat = Field(
         1.0, ge=0, le=MAX_WEIGHT, description="ClusterQueue.spec.fairSharing.weight (at most 1,000,000)"
     )
 
@@ -99,8 +100,8 @@ StopPolicy = Literal["None", "Hold", "HoldAndDrain"]
 class ClusterQueue(Section):
     """A Kueue ClusterQueue and the LocalQueues (one per team namespace) that point at it."""
 
-    name: str
-    cohort: str | None = Field(None, description="cohort name (cohorts may have a parent, see cohorts)")
+    name: Name
+    cohort: Name | None = Field(None, description="cohort name (cohorts may have a parent, see cohorts)")
     teams: list[str] = Field(default_factory=list, description="namespaces whose LocalQueue points here")
     queueingStrategy: Literal["StrictFIFO", "BestEffortFIFO"] = "BestEffortFIFO"
     flavors: list[FlavorQuota] = Field(min_length=1, description="resourceGroups[0].flavors, in order")
@@ -115,7 +116,7 @@ class ClusterQueue(Section):
 class Cohort(Section):
     """A Cohort object (hierarchical cohorts): its parent and its own nominal quota per flavor."""
 
-    name: str
+    name: Name
     parent: str | None = None
     flavors: list[FlavorQuota] = Field(default_factory=list)
 
@@ -148,13 +149,13 @@ class FairSharing(Section):
 
 class RequeuingStrategy(Section):
     timestamp: Literal["Eviction", "Creation"] = "Eviction"
-    backoffLimitCount: int | None = Field(
+    backoffLimitCount: StrictInt | None = Field(
         None, ge=0, le=INT32_MAX, description="null: requeue for ever (int32)"
     )
-    backoffBaseSeconds: float = Field(
+    backoffBaseSeconds: StrictFloat = Field(
         60, ge=0, le=INT32_MAX, description="seconds of the first requeue back-off (Kueue: int32)"
     )
-    backoffMaxSeconds: float = Field(
+    backoffMaxSeconds: StrictFloat = Field(
         3600, ge=0, le=INT32_MAX, description="seconds: the longest requeue back-off (Kueue: int32)"
     )
 
@@ -178,7 +179,7 @@ class LocalQueue(Section):
     ``clusterQueue``. (A ClusterQueue's ``teams`` stand for a LocalQueue named ``default`` in each of
     those namespaces, which jobs without the label go to: Kueue's default LocalQueue.)"""
 
-    name: str
+    name: Name
     namespace: str
     clusterQueue: str
 
@@ -188,8 +189,8 @@ class WorkloadPriorityClass(Section):
     ``kueue.x-k8s.io/priority-class: <name>``, for queueing and preemption; it wins over the pods'
     PriorityClass (pkg/util/priority/priority.go)."""
 
-    name: str
-    value: int = Field(ge=-INT32_MAX - 1, le=INT32_MAX, description="int32")
+    name: Name
+    value: StrictInt = Field(ge=-INT32_MAX - 1, le=INT32_MAX, description="int32")
 
 
 class KueueChange(Section):
@@ -256,12 +257,12 @@ class Kueue(Section):
 
 class ScoringResource(Section):
     name: Literal["cpu", "memory", "nvidia.com/gpu"]
-    weight: int = Field(1, ge=1, le=100, description="1 to 100, as KubeSchedulerConfiguration allows")
+    weight: StrictInt = Field(1, ge=1, le=100, description="1 to 100, as KubeSchedulerConfiguration allows")
 
 
 class UtilizationShapePoint(Section):
-    utilization: int = Field(ge=0, le=100, description="percent of the node's allocatable requested")
-    score: int = Field(ge=0, le=10, description="the score at that utilisation (0 to 10)")
+    utilization: StrictInt = Field(ge=0, le=100, description="percent of the node's allocatable requested")
+    score: StrictInt = Field(ge=0, le=10, description="the score at that utilisation (0 to 10)")
 
 
 class RequestedToCapacityRatio(Section):
@@ -311,8 +312,8 @@ class Scheduler(Section):
 
 
 class PriorityClass(Section):
-    name: str
-    value: int = Field(
+    name: Name
+    value: StrictInt = Field(
         ge=-INT32_MAX - 1,
         le=1_000_000_000,
         description="PriorityClass value: int32, at most 1,000,000,000 (higher values are the system's)",
@@ -340,8 +341,12 @@ class Priorities(Section):
 class Hpa(Section):
     """HorizontalPodAutoscaler of each inference Deployment (targets requests/s per ready replica)."""
 
-    targetUtilization: float = Field(0.7, gt=0, le=1, description="target requests/s over replica capacity")
-    tolerance: float = Field(0.1, ge=0, le=1, description="--horizontal-pod-autoscaler-tolerance (0 to 1)")
+    targetUtilization: StrictFloat = Field(
+        0.7, gt=0, le=1, description="target requests/s over replica capacity"
+    )
+    tolerance: StrictFloat = Field(
+        0.1, ge=0, le=1, description="--horizontal-pod-autoscaler-tolerance (0 to 1)"
+    )
     syncPeriod: Duration = Field(15.0, gt=0, description="--horizontal-pod-autoscaler-sync-period")
     scaleUpStabilizationWindow: Duration = Field(
         0.0, description="behavior.scaleUp.stabilizationWindowSeconds"
@@ -350,7 +355,7 @@ class Hpa(Section):
         300.0, description="behavior.scaleDown.stabilizationWindowSeconds"
     )
     coldStart: Duration = Field(180.0, description="image pull + model load before a new replica serves")
-    maxReplicas: dict[str, Annotated[int, Field(ge=1, le=MAX_REPLICAS)]] = Field(
+    maxReplicas: dict[str, Annotated[StrictInt, Field(ge=1, le=MAX_REPLICAS)]] = Field(
         default_factory=dict,
         description="per service: override the workload's replicas.max (1 to 100,000)",
     )
@@ -377,7 +382,7 @@ class Toleration(Section):
     operator: Literal["Equal", "Exists"] = "Equal"
     value: str = ""
     effect: TaintEffect | Literal[""] = ""
-    tolerationSeconds: int | None = Field(
+    tolerationSeconds: StrictInt | None = Field(
         None, ge=-(2**63), le=2**63 - 1, description="NoExecute: seconds bound before eviction (int64)"
     )
 
@@ -456,7 +461,7 @@ OCI_RDMA_LEVELS = (
 
 class TopologyLevel(Section):
     nodeLabel: str
-    nodes: int | None = Field(
+    nodes: StrictInt | None = Field(
         None,
         ge=1,
         le=MAX_SIZE_NODES,
@@ -469,7 +474,7 @@ class Topology(Section):
     one of its domains, as the node labels put them: a pool's nodes in order fill the first domain
     of every level, then the next (https://kueue.sigs.k8s.io/docs/concepts/topology_aware_scheduling/)."""
 
-    name: str
+    name: Name
     levels: list[TopologyLevel] = Field(min_length=1)
 
     @model_validator(mode="after")
@@ -508,8 +513,8 @@ class NodePool(Section):
         default_factory=list,
         description="its ResourceFlavor's spec.tolerations: Kueue adds them to the pods it admits to it",
     )
-    minNodes: int | None = Field(None, ge=0, le=MAX_SIZE_NODES, description="default: the pool's nodes")
-    maxNodes: int | None = Field(
+    minNodes: StrictInt | None = Field(None, ge=0, le=MAX_SIZE_NODES, description="default: the pool's nodes")
+    maxNodes: StrictInt | None = Field(
         None,
         ge=0,
         le=MAX_SIZE_NODES,
@@ -534,7 +539,7 @@ class ClusterAutoscaler(Section):
     scanInterval: Duration = Field(10.0, gt=0, description="--scan-interval")
     scaleDownUnneededTime: Duration = Field(600.0, description="--scale-down-unneeded-time")
     scaleDownDelayAfterAdd: Duration = Field(600.0, description="--scale-down-delay-after-add")
-    scaleDownUtilizationThreshold: float = Field(
+    scaleDownUtilizationThreshold: StrictFloat = Field(
         0.5, ge=0, le=1, description="--scale-down-utilization-threshold (GPU nodes: GPU requests)"
     )
 
@@ -543,8 +548,10 @@ class ControllerManager(Section):
     """kube-controller-manager's client to the API server, which the Job controller creates pods
     through: a token bucket of ``kubeAPIBurst`` requests refilled at ``kubeAPIQPS`` per second."""
 
-    kubeAPIQPS: float = Field(20.0, gt=0, le=1e6, description="--kube-api-qps (upstream default 20)")
-    kubeAPIBurst: int = Field(30, ge=1, le=1_000_000, description="--kube-api-burst (upstream default 30)")
+    kubeAPIQPS: StrictFloat = Field(20.0, gt=0, le=1e6, description="--kube-api-qps (upstream default 20)")
+    kubeAPIBurst: StrictInt = Field(
+        30, ge=1, le=1_000_000, description="--kube-api-burst (upstream default 30)"
+    )
 
 
 class KubernetesSettings(Section):

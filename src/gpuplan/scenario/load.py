@@ -27,10 +27,13 @@ from gpuplan.scenario.model import (
 )
 from gpuplan.scenario.overrides import Override, apply_overrides
 from gpuplan.scenario.source import Loc, Located, field_path, load_yaml
-from gpuplan.scenario.units import format_duration, format_rate
+from gpuplan.scenario.units import format_duration, format_rate, shown_value
 
 # Tags pydantic puts in error locations for tagged unions; they are not keys of the file.
 _UNION_TAGS = {"batch", "service", "trace", "lognormal", "empirical"}
+# pydantic's errors of its strict number types (StrictInt, StrictFloat: no boolean, no text), and
+# what the field expects
+_NUMBER_ERRORS = {"int_type": "a whole number", "float_type": "a number"}
 MAX_ERRORS = 20
 
 # Synthesised jobs: past WARN_JOBS `validate` warns (8.5 million jobs took 2.2 GB); past MAX_JOBS (some
@@ -114,16 +117,25 @@ def _clean_loc(loc: tuple[str | int, ...], located: Located) -> Loc:
     return tuple(clean)
 
 
+def error_message(error: Any) -> str:
+    """A pydantic error's message for the user: without pydantic's prefixes, and for a number field
+    with the value the file gave (pydantic's strict number types say only "Input should be a valid
+    integer", which for ``nodes: true`` hides that YAML read a boolean)."""
+    if error["type"] in _NUMBER_ERRORS:
+        return f"expected {_NUMBER_ERRORS[error['type']]}, got {shown_value(error['input'])}"
+    message = str(error["msg"])
+    for prefix in ("Value error, ", "Assertion failed, "):
+        message = message.removeprefix(prefix)
+    return message
+
+
 def _message(error: Any) -> tuple[Loc, str]:
     loc = tuple(error["loc"])
     if error["type"] == "unknown_key":
         loc = (*loc, str(error["ctx"]["name"]))
     if error["type"] == "missing":
         return loc, "required key is missing"
-    message = str(error["msg"])
-    for prefix in ("Value error, ", "Assertion failed, "):
-        message = message.removeprefix(prefix)
-    return loc, message
+    return loc, error_message(error)
 
 
 def validation_problems(exc: ValidationError, located: Located) -> list[Problem]:

@@ -2,7 +2,12 @@
 
 Every section is a pydantic model that refuses unknown keys (with a did-you-mean), so a misspelt
 key is an error, not a silent default. Durations are strings like ``6h``; sizes ``2x8`` (nodes x
-GPUs per node); rates ``20/day``. ``gpuplan schema`` prints the JSON Schema for editors.
+GPUs per node); rates ``20/day``. Numbers are strict (``StrictInt``, ``StrictFloat``): YAML's
+``true`` is a boolean, not 1, and ``"4"`` is text, so both are refused where a number is meant (an
+integer is still a number, 3 for 3.0). Names that become configuration keys (teams, pools,
+partitions, QoS, reservations, Kueue's queues, cohorts, flavors, topologies and priority classes) are
+letters, digits and ``-_.`` (gpuplan.scenario.names). ``gpuplan schema`` prints the JSON Schema for
+editors.
 References between sections (a workload's team and pool, a pool's shape) are checked by
 ``gpuplan.scenario.load`` so errors point at the line that names them.
 """
@@ -13,11 +18,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import Discriminator, Field, Tag, field_validator, model_validator
+from pydantic import Discriminator, Field, StrictFloat, StrictInt, Tag, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
 from gpuplan.scenario.hybrid import HybridSettings
 from gpuplan.scenario.kubernetes import MAX_REPLICAS, KubernetesSettings
+from gpuplan.scenario.names import Name
 from gpuplan.scenario.section import Section
 from gpuplan.scenario.units import (
     MAX_DURATION_S,
@@ -62,13 +68,13 @@ class Pricing(Section):
     reserved nodes not up at the documented share of it."""
 
     option: Literal["on_demand", "preemptible", "reserved"] = "on_demand"
-    committed_discount_percent: float = Field(
+    committed_discount_percent: StrictFloat = Field(
         0.0,
         ge=0,
         lt=100,
         description="a committed-use (contract) discount off list, in percent: negotiated, not published",
     )
-    reserved_nodes: int | None = Field(
+    reserved_nodes: StrictInt | None = Field(
         None, ge=0, le=MAX_NODES, description="nodes the capacity reservation holds (default: all the pool's)"
     )
 
@@ -76,26 +82,26 @@ class Pricing(Section):
 class PoolSpec(Section):
     """A pool of identical GPU nodes: an OCI shape from the catalogue, or a custom node."""
 
-    name: str = Field(pattern=r"^[a-z0-9]([a-z0-9-]*[a-z0-9])?$", description="lower-case DNS-style name")
+    name: Name = Field(pattern=r"^[a-z0-9]([a-z0-9-]*[a-z0-9])?$", description="lower-case DNS-style name")
     shape: str | None = Field(None, description="OCI shape, e.g. BM.GPU.H100.8 (see the catalogue)")
-    nodes: int = Field(ge=1, le=MAX_NODES, description=f"nodes in the pool (at most {MAX_NODES:,})")
-    gpus_per_node: int | None = Field(
+    nodes: StrictInt = Field(ge=1, le=MAX_NODES, description=f"nodes in the pool (at most {MAX_NODES:,})")
+    gpus_per_node: StrictInt | None = Field(
         None,
         ge=1,
         le=MAX_GPUS_PER_NODE,
         description=f"required for a custom node (no shape); at most {MAX_GPUS_PER_NODE}",
     )
     gpu_model: str | None = None
-    cpus_per_node: int | None = Field(
+    cpus_per_node: StrictInt | None = Field(
         None, ge=1, le=MAX_CPUS_PER_NODE, description=f"CPU cores per node (at most {MAX_CPUS_PER_NODE})"
     )
-    memory_gb: float | None = Field(
+    memory_gb: StrictFloat | None = Field(
         None, gt=0, le=MAX_MEMORY_GB, description=f"memory per node, GB (at most {MAX_MEMORY_GB:g})"
     )
     rdma: bool | None = Field(
         None, description="on an RDMA cluster network (default: the shape's capability)"
     )
-    price_per_gpu_hour: float | None = Field(
+    price_per_gpu_hour: StrictFloat | None = Field(
         None,
         ge=0,
         le=MAX_PRICE_PER_GPU_HOUR,
@@ -123,21 +129,21 @@ class ClusterSpec(Section):
 
 
 class Team(Section):
-    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+    name: Name = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
     # the advisor reads a persona only where the file states it (``model_fields_set``): left out, it
     # is unknown to the advisor's persona criteria, whatever this default says
     persona: Literal["researcher", "ml-engineer", "data-scientist", "app-developer", "platform"] = Field(
         "researcher",
         description="who the team is; the advisor weighs it only when stated (left out: unknown to it)",
     )
-    share: float = Field(
+    share: StrictFloat = Field(
         1.0,
         gt=0,
         le=MAX_SHARE,
         description="fair-share weight (Slurm Fairshare, Kueue fair-sharing weight); "
         f"at most {MAX_SHARE:,.0f}",
     )
-    users: int = Field(
+    users: StrictInt = Field(
         4,
         ge=1,
         le=MAX_USERS,
@@ -151,8 +157,8 @@ class Team(Section):
 class Diurnal(Section):
     """Arrivals follow the working day: a cosine peaking at ``peak_hour`` (local time)."""
 
-    peak_hour: float = Field(14.0, ge=0, lt=24)
-    peak_to_trough: float = Field(
+    peak_hour: StrictFloat = Field(14.0, ge=0, lt=24)
+    peak_to_trough: StrictFloat = Field(
         3.0,
         ge=1,
         le=MAX_FACTOR,
@@ -161,7 +167,7 @@ class Diurnal(Section):
 
 
 class Weekly(Section):
-    weekend_factor: float = Field(
+    weekend_factor: StrictFloat = Field(
         0.4,
         ge=0,
         le=MAX_FACTOR,
@@ -175,7 +181,7 @@ class Burst(Section):
     name: str = "burst"
     start: Duration = Field(description="from the scenario start")
     duration: Duration = Field(gt=0)
-    factor: float = Field(gt=0, le=MAX_FACTOR, description=f"rate multiplier (at most {MAX_FACTOR:g})")
+    factor: StrictFloat = Field(gt=0, le=MAX_FACTOR, description=f"rate multiplier (at most {MAX_FACTOR:g})")
 
 
 class Arrival(Section):
@@ -191,7 +197,7 @@ class LogNormal(Section):
     """Run times drawn from a lognormal with this median and sigma (of the log)."""
 
     median: Duration = Field(gt=0)
-    sigma: float = Field(
+    sigma: StrictFloat = Field(
         1.0, ge=0, le=MAX_SIGMA, description=f"standard deviation of the log (at most {MAX_SIGMA:g})"
     )
     max: Duration | None = Field(None, gt=0, description="cap of the run times")
@@ -206,7 +212,7 @@ class Empirical(Section):
         description="trace format: swf, sacct, philly, chronus, helios, acme, alibaba, kubectl "
         "(default: told from the file name or header)",
     )
-    scale: float = Field(
+    scale: StrictFloat = Field(
         1.0, gt=0, le=MAX_FACTOR, description=f"run times are multiplied by this (at most {MAX_FACTOR:g})"
     )
 
@@ -230,13 +236,13 @@ class TimeLimit(Section):
     Users over-request: a median ratio of 2-5 is common in HPC logs; a ratio below 1 for some jobs
     means they hit their limit and are killed (Slurm ``TIMEOUT``)."""
 
-    over_request: float = Field(
+    over_request: StrictFloat = Field(
         2.0,
         gt=0,
         le=MAX_FACTOR,
         description=f"median ratio of time limit to run time (at most {MAX_FACTOR:g})",
     )
-    sigma: float = Field(
+    sigma: StrictFloat = Field(
         0.5, ge=0, le=MAX_SIGMA, description=f"standard deviation of the log (at most {MAX_SIGMA:g})"
     )
     round_to: Duration | None = Field(
@@ -262,14 +268,14 @@ class BatchWorkload(Section):
     partition: str | None = Field(
         None, description="Slurm partition of the jobs (models.slurm.partitions; default: the pool's first)"
     )
-    cpus_per_gpu: int | None = Field(
+    cpus_per_gpu: StrictInt | None = Field(
         None,
         ge=1,
         le=MAX_CPUS_PER_NODE,
         description="sbatch --cpus-per-gpu: CPUs each job holds per GPU (default: models.slurm."
         "def_cpu_per_gpu, else one per node; on Kubernetes the pods' CPU requests)",
     )
-    mem_per_gpu_gb: float | None = Field(
+    mem_per_gpu_gb: StrictFloat | None = Field(
         None,
         gt=0,
         le=MAX_MEMORY_GB,
@@ -303,15 +309,15 @@ class Demand(Section):
     """Requests per second over time: a daily cosine between ``trough`` and ``peak``, optionally
     quieter at weekends, or a CSV of ``time_s,requests_per_s`` (repeated to fill the horizon)."""
 
-    peak: float | None = Field(
+    peak: StrictFloat | None = Field(
         None, ge=0, le=MAX_REQUESTS_PER_S, description="requests/s at the busiest hour (at most 1e9)"
     )
-    trough: float | None = Field(
+    trough: StrictFloat | None = Field(
         None, ge=0, le=MAX_REQUESTS_PER_S, description="requests/s at the quietest hour (at most 1e9)"
     )
-    peak_hour: float = Field(14.0, ge=0, lt=24)
+    peak_hour: StrictFloat = Field(14.0, ge=0, lt=24)
     weekly: Weekly | None = None
-    noise: float = Field(
+    noise: StrictFloat = Field(
         0.0, ge=0, le=10, description="relative standard deviation of 5-minute noise (at most 10)"
     )
     csv: Path | None = Field(
@@ -334,8 +340,8 @@ class Demand(Section):
 
 
 class Replicas(Section):
-    min: int = Field(1, ge=0, le=MAX_REPLICAS, description=f"at most {MAX_REPLICAS:,}")
-    max: int = Field(ge=1, le=MAX_REPLICAS, description=f"at most {MAX_REPLICAS:,}")
+    min: StrictInt = Field(1, ge=0, le=MAX_REPLICAS, description=f"at most {MAX_REPLICAS:,}")
+    max: StrictInt = Field(ge=1, le=MAX_REPLICAS, description=f"at most {MAX_REPLICAS:,}")
 
     @model_validator(mode="after")
     def _bounds(self) -> Replicas:
@@ -353,8 +359,8 @@ class ServiceWorkload(Section):
     kind: Literal["service"]
     team: str
     pool: str | None = None
-    gpus_per_replica: int = Field(1, ge=1, le=MAX_GPUS_PER_NODE)
-    throughput_per_replica: float = Field(
+    gpus_per_replica: StrictInt = Field(1, ge=1, le=MAX_GPUS_PER_NODE)
+    throughput_per_replica: StrictFloat = Field(
         ge=1e-6,
         le=MAX_REQUESTS_PER_S,
         description="requests/s one replica serves within the SLO (1e-6 to 1e9: demand over it must "
@@ -362,7 +368,7 @@ class ServiceWorkload(Section):
     )
     replicas: Replicas
     demand: Demand
-    slo_target: float = Field(0.99, gt=0, le=1, description="share of time demand must be served")
+    slo_target: StrictFloat = Field(0.99, gt=0, le=1, description="share of time demand must be served")
 
 
 # ---- trace-backed workloads --------------------------------------------------------------------
@@ -385,13 +391,13 @@ class TraceSpec(Section):
     team: str | None = Field(None, description="every job goes to this team")
     team_map: dict[str, str] | None = Field(None, description="trace team (group, VC) -> scenario team")
     window: Window = Window()
-    load_scale: float = Field(
+    load_scale: StrictFloat = Field(
         1.0,
         ge=1 / MAX_FACTOR,
         le=MAX_FACTOR,
         description="2 = arrivals twice as fast (inter-arrival times halved); 0.001 to 1000",
     )
-    gpus_per_node: int | None = Field(
+    gpus_per_node: StrictInt | None = Field(
         None,
         ge=1,
         le=MAX_GPUS_PER_NODE,
@@ -471,13 +477,15 @@ class Organisation(Section):
 class QosSpec(Section):
     """A Slurm QoS (sacctmgr add qos NAME ...): its priority and limits."""
 
-    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
-    priority: int = Field(
+    name: Name = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+    priority: StrictInt = Field(
         0, ge=0, le=UINT32_MAX, description="Priority, scaled by PriorityWeightQOS (32-bit unsigned)"
     )
-    max_gpus_per_user: int | None = Field(None, ge=1, le=MAX_GPUS, description="MaxTRESPerUser=gres/gpu=N")
-    max_jobs_per_user: int | None = Field(None, ge=1, le=UINT32_MAX, description="MaxJobsPerUser")
-    grp_gpus: int | None = Field(None, ge=1, le=MAX_GPUS, description="GrpTRES=gres/gpu=N")
+    max_gpus_per_user: StrictInt | None = Field(
+        None, ge=1, le=MAX_GPUS, description="MaxTRESPerUser=gres/gpu=N"
+    )
+    max_jobs_per_user: StrictInt | None = Field(None, ge=1, le=UINT32_MAX, description="MaxJobsPerUser")
+    grp_gpus: StrictInt | None = Field(None, ge=1, le=MAX_GPUS, description="GrpTRES=gres/gpu=N")
     max_wall: Duration | None = Field(None, gt=0, description="MaxWall: longer time limits are refused")
     preempt: list[str] = Field(
         default_factory=list, description="Preempt: QoS whose jobs these may preempt (preempt_type: qos)"
@@ -486,7 +494,7 @@ class QosSpec(Section):
         None, description="PreemptMode of its jobs (default: the cluster's)"
     )
     grace_time: Duration = Field(0.0, description="GraceTime: a preempted job keeps its nodes this long")
-    usage_factor: float = Field(
+    usage_factor: StrictFloat = Field(
         1.0, ge=0, le=MAX_FACTOR, description="UsageFactor: its jobs' usage counts this much (at most 1000)"
     )
 
@@ -495,12 +503,14 @@ class PartitionSpec(Section):
     """A Slurm partition over all nodes of one pool (PartitionName=... Nodes=...); several may share
     a pool."""
 
-    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+    name: Name = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
     pool: str = Field(description="the pool whose nodes the partition spans")
-    priority_tier: int = Field(
+    priority_tier: StrictInt = Field(
         1, ge=0, le=65533, description="PriorityTier: higher tiers schedule and preempt first"
     )
-    priority_job_factor: int = Field(1, ge=0, le=65533, description="PriorityJobFactor (partition factor)")
+    priority_job_factor: StrictInt = Field(
+        1, ge=0, le=65533, description="PriorityJobFactor (partition factor)"
+    )
     max_time: Duration | None = Field(None, gt=0, description="MaxTime: longer time limits are refused")
     default_time: Duration | None = Field(
         None, gt=0, description="DefaultTime: the time limit of jobs without one"
@@ -513,19 +523,19 @@ class PartitionSpec(Section):
     )
     grace_time: Duration = Field(0.0, description="GraceTime: a preempted job keeps its nodes this long")
     exclusive: bool = Field(False, description="OverSubscribe=EXCLUSIVE: jobs take whole nodes")
-    def_cpu_per_gpu: int = Field(
+    def_cpu_per_gpu: StrictInt = Field(
         0, ge=0, le=MAX_CPUS_PER_NODE, description="DefCpuPerGPU of its jobs (0: models.slurm's)"
     )
-    def_mem_per_gpu: int = Field(
+    def_mem_per_gpu: StrictInt = Field(
         0, ge=0, le=MAX_MEMORY_MB_PER_NODE, description="DefMemPerGPU of its jobs, MB (0: models.slurm's)"
     )
-    def_mem_per_cpu: int = Field(
+    def_mem_per_cpu: StrictInt = Field(
         0,
         ge=0,
         le=MAX_MEMORY_MB_PER_NODE,
         description="DefMemPerCPU of its jobs, MB (0 with def_mem_per_node 0: models.slurm's)",
     )
-    def_mem_per_node: int = Field(
+    def_mem_per_node: StrictInt = Field(
         0,
         ge=0,
         le=MAX_MEMORY_MB_PER_NODE,
@@ -554,9 +564,9 @@ class ReservationSpec(Section):
     """An advance reservation (scontrol create reservation): NodeCnt nodes of a pool (its
     highest-numbered) from start for duration, for some accounts' jobs, or for maintenance."""
 
-    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+    name: Name = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
     pool: str
-    nodes: int = Field(ge=1, le=MAX_NODES, description="NodeCnt")
+    nodes: StrictInt = Field(ge=1, le=MAX_NODES, description="NodeCnt")
     start: Duration = Field(description="StartTime, from the scenario's start")
     duration: Duration = Field(gt=0, description="Duration")
     accounts: list[str] = Field(default_factory=list, description="Accounts (teams); none: maintenance")
@@ -568,7 +578,7 @@ class TopologySpec(Section):
     blocks; topology/block) or under leaf switches (topology/tree)."""
 
     plugin: Literal["block", "tree"] = "block"
-    nodes_per_block: int = Field(ge=1, le=MAX_NODES, description="nodes per block or leaf switch")
+    nodes_per_block: StrictInt = Field(ge=1, le=MAX_NODES, description="nodes per block or leaf switch")
     require: bool = Field(
         False, description="a multi-node job that fits one block waits for one (--segment / --switches=1)"
     )
@@ -583,23 +593,27 @@ class SlurmSection(Section):
     backfill: Literal["none", "easy", "slurm"] = Field(
         "slurm", description="none: strict FIFO; easy: EASY backfilling; slurm: sched/backfill"
     )
-    bf_interval: int = Field(30, ge=1, le=10800, description="seconds between backfill cycles")
-    bf_window: int = Field(1440, ge=1, le=43200, description="minutes into the future a job may reserve")
-    bf_resolution: int = Field(60, ge=1, le=3600, description="seconds: granularity of the time profile")
-    bf_max_job_test: int = Field(500, ge=1, le=1_000_000, description="jobs tested per backfill cycle")
-    bf_max_job_user: int = Field(
+    bf_interval: StrictInt = Field(30, ge=1, le=10800, description="seconds between backfill cycles")
+    bf_window: StrictInt = Field(
+        1440, ge=1, le=43200, description="minutes into the future a job may reserve"
+    )
+    bf_resolution: StrictInt = Field(
+        60, ge=1, le=3600, description="seconds: granularity of the time profile"
+    )
+    bf_max_job_test: StrictInt = Field(500, ge=1, le=1_000_000, description="jobs tested per backfill cycle")
+    bf_max_job_user: StrictInt = Field(
         0, ge=0, le=1_000_000, description="jobs of one user tested per backfill cycle (0: no limit)"
     )
     priority_type: Literal["basic", "multifactor"] = Field(
         "basic", description="PriorityType: priority/basic (first come, first served) or priority/multifactor"
     )
-    priority_weight_age: float = Field(
+    priority_weight_age: StrictFloat = Field(
         0, ge=0, le=UINT32_MAX, description="PriorityWeightAge (32-bit unsigned in Slurm)"
     )
-    priority_weight_fairshare: float = Field(
+    priority_weight_fairshare: StrictFloat = Field(
         0, ge=0, le=UINT32_MAX, description="PriorityWeightFairshare (32-bit unsigned in Slurm)"
     )
-    priority_weight_job_size: float = Field(
+    priority_weight_job_size: StrictFloat = Field(
         0, ge=0, le=UINT32_MAX, description="PriorityWeightJobSize (32-bit unsigned in Slurm)"
     )
     priority_max_age: Duration = Field(7 * 86400.0, gt=0, description="PriorityMaxAge")
@@ -611,17 +625,17 @@ class SlurmSection(Section):
     fairshare: Literal["fair_tree", "classic"] = Field(
         "fair_tree", description="Fair Tree (Slurm's default) or classic (PriorityFlags=NO_FAIR_TREE)"
     )
-    priority_weight_qos: float = Field(
+    priority_weight_qos: StrictFloat = Field(
         0, ge=0, le=UINT32_MAX, description="PriorityWeightQOS (32-bit unsigned in Slurm)"
     )
-    priority_weight_partition: float = Field(
+    priority_weight_partition: StrictFloat = Field(
         0, ge=0, le=UINT32_MAX, description="PriorityWeightPartition (32-bit unsigned in Slurm)"
     )
     qos: list[QosSpec] = Field(default_factory=list, description="QoS besides 'normal' (or redefining it)")
     partitions: list[PartitionSpec] = Field(
         default_factory=list, description="partitions (default: one per pool, named after it)"
     )
-    over_time_limit: int = Field(
+    over_time_limit: StrictInt = Field(
         0, ge=0, le=65533, description="OverTimeLimit: minutes a job may run past its limit (at most 65533)"
     )
     select_type: Literal["cons_tres", "linear"] = Field(
@@ -635,19 +649,19 @@ class SlurmSection(Section):
             "holds its nodes' whole memory)"
         ),
     )
-    def_cpu_per_gpu: int = Field(
+    def_cpu_per_gpu: StrictInt = Field(
         0,
         ge=0,
         le=MAX_CPUS_PER_NODE,
         description="DefCpuPerGPU: CPUs per GPU for a job asking none (0: unset)",
     )
-    def_mem_per_gpu: int = Field(
+    def_mem_per_gpu: StrictInt = Field(
         0, ge=0, le=MAX_MEMORY_MB_PER_NODE, description="DefMemPerGPU, MB (0: unset; CR_Core_Memory only)"
     )
-    def_mem_per_cpu: int = Field(
+    def_mem_per_cpu: StrictInt = Field(
         0, ge=0, le=MAX_MEMORY_MB_PER_NODE, description="DefMemPerCPU, MB (0: unset; CR_Core_Memory only)"
     )
-    def_mem_per_node: int = Field(
+    def_mem_per_node: StrictInt = Field(
         0, ge=0, le=MAX_MEMORY_MB_PER_NODE, description="DefMemPerNode, MB (0: unset; CR_Core_Memory only)"
     )
     tres_billing_weights: str = Field(
@@ -687,31 +701,31 @@ class SlurmSection(Section):
         description="AccountingStorageEnforce: without 'limits' a job's use after the last "
         "PriorityCalcPeriod tick is never counted in fair share (as Slurm 22.05 does)",
     )
-    sched_interval: int = Field(
+    sched_interval: StrictInt = Field(
         60,
         ge=-1,
         le=86400,
         description="SchedulerParameters sched_interval: seconds between the main "
         "scheduler's full passes (-1: none; it still runs for submissions and job ends)",
     )
-    batch_sched_delay: int = Field(
+    batch_sched_delay: StrictInt = Field(
         3,
         ge=0,
         le=3600,
         description="SchedulerParameters batch_sched_delay: seconds at least between the "
         "main scheduler's passes for submissions and job ends",
     )
-    default_queue_depth: int = Field(
+    default_queue_depth: StrictInt = Field(
         100, ge=0, le=1_000_000, description="SchedulerParameters default_queue_depth: jobs those passes test"
     )
-    controller_start: float = Field(
+    controller_start: StrictFloat = Field(
         0.0,
         ge=-MAX_DURATION_S,
         le=MAX_DURATION_S,
         description="seconds from the scenario's start at which slurmctld started (negative: before): "
         "priorities are recalculated every PriorityCalcPeriod and backfill runs every bf_interval from then",
     )
-    decay_start: float | None = Field(
+    decay_start: StrictFloat | None = Field(
         None,
         ge=-MAX_DURATION_S,
         le=MAX_DURATION_S,
@@ -720,7 +734,7 @@ class SlurmSection(Section):
         "(priority_multifactor.c:_decay_thread keeps its own clock; it starts a fraction of a second "
         "after the controller)",
     )
-    main_loop_start: float | None = Field(
+    main_loop_start: StrictFloat | None = Field(
         None,
         ge=-MAX_DURATION_S,
         le=MAX_DURATION_S,
@@ -728,7 +742,7 @@ class SlurmSection(Section):
         "not with controller_start: the main scheduler's loop ticks every second from then and its first "
         "full pass comes sched_interval after it (controller.c:_slurmctld_background)",
     )
-    backfill_start: float | None = Field(
+    backfill_start: StrictFloat | None = Field(
         None,
         ge=-MAX_DURATION_S,
         le=MAX_DURATION_S,
@@ -795,9 +809,9 @@ class Models(Section):
 
 class Targets(Section):
     p95_wait: Duration | None = None
-    slo_attainment: float | None = Field(None, gt=0, le=1)
-    gpu_utilization: float | None = Field(None, gt=0, le=1)
-    budget_usd_per_month: float | None = Field(None, gt=0, le=1e12, description="USD (at most 1e12)")
+    slo_attainment: StrictFloat | None = Field(None, gt=0, le=1)
+    gpu_utilization: StrictFloat | None = Field(None, gt=0, le=1)
+    budget_usd_per_month: StrictFloat | None = Field(None, gt=0, le=1e12, description="USD (at most 1e12)")
 
     def values(self) -> dict[str, float | None]:
         """Each target by name, in seconds where it is a duration (attributes, not model_dump(),
@@ -810,7 +824,7 @@ class Scenario(Section):
 
     name: str
     description: str = ""
-    seed: int = Field(0, ge=0, le=2**63 - 1, description="of the random streams: same seed, same jobs")
+    seed: StrictInt = Field(0, ge=0, le=2**63 - 1, description="of the random streams: same seed, same jobs")
     horizon: Duration = Field(
         30 * 86400.0,
         gt=0,

@@ -42,9 +42,12 @@ def format_number(value: float) -> str:
     return text.rstrip("0").rstrip(".") if "." in text else text
 
 
-def _shown(value: Any) -> str:
-    """``value`` for a message: its repr, cut short (a file may hold a thousand-digit number)."""
-    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 64:
+def shown_value(value: Any) -> str:
+    """``value`` for a message: its repr, cut short (a file may hold a thousand-digit number); a
+    boolean as YAML writes it (``true``, where Python's ``True`` would not point at the file's text)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int) and value.bit_length() > 64:
         return f"an integer of {value.bit_length()} bits"  # Python prints at most 4300 digits
     text = repr(value)
     return text if len(text) <= 40 else text[:37] + "..."
@@ -57,11 +60,11 @@ def _bare_number(number: int | float, what: str) -> str | None:
     except OverflowError:  # an integer beyond any float
         value = math.inf if number > 0 else -math.inf
     if not math.isfinite(value):
-        return f"a {what} must be a finite number, got {_shown(number)}"
+        return f"a {what} must be a finite number, got {shown_value(number)}"
     if value == 0:
         return None
     if value < 0:
-        return f"a {what} cannot be negative, got {_shown(number)}"
+        return f"a {what} cannot be negative, got {shown_value(number)}"
     shown = format_number(value)
     if what == "rate":
         return f"a rate needs a unit: '{shown}/h', '{shown}/day' or '{shown}/s'"
@@ -72,7 +75,7 @@ def parse_duration(value: Any) -> float:
     """Seconds from ``"6h"``; a bare number is refused (its unit is ambiguous) except 0."""
     if isinstance(value, bool) or not isinstance(value, int | float | str):
         raise PydanticCustomError(
-            "duration", "expected a duration like '6h', got {value}", {"value": _shown(value)}
+            "duration", "expected a duration like '6h', got {value}", {"value": shown_value(value)}
         )
     if isinstance(value, int | float):
         problem = _bare_number(value, "duration")
@@ -82,20 +85,20 @@ def parse_duration(value: Any) -> float:
     match = _DURATION.match(value)
     if not match and value.strip().startswith("-"):
         raise PydanticCustomError(
-            "duration", "a duration cannot be negative, got {value}", {"value": _shown(value)}
+            "duration", "a duration cannot be negative, got {value}", {"value": shown_value(value)}
         )
     if not match:
         raise PydanticCustomError(
             "duration",
             "expected a duration like '90s', '30m', '6h' or '14d', got {value}",
-            {"value": _shown(value)},
+            {"value": shown_value(value)},
         )
     seconds = float(match.group(1)) * SECONDS[match.group(2)]
     if not seconds <= MAX_DURATION_S:  # also catches inf from a thousand-digit number
         raise PydanticCustomError(
             "duration",
             "a duration of at most 3650d (10 years) is expected, got {value}",
-            {"value": _shown(value)},
+            {"value": shown_value(value)},
         )
     return seconds
 
@@ -109,15 +112,19 @@ def parse_rate(value: Any) -> float:
         return 0.0
     match = _RATE.match(value) if isinstance(value, str) else None
     if not match and isinstance(value, str) and value.strip().startswith("-"):
-        raise PydanticCustomError("rate", "a rate cannot be negative, got {value}", {"value": _shown(value)})
+        raise PydanticCustomError(
+            "rate", "a rate cannot be negative, got {value}", {"value": shown_value(value)}
+        )
     if not match:
         raise PydanticCustomError(
-            "rate", "expected a rate like '20/day', '3/h' or '0.5/s', got {value}", {"value": _shown(value)}
+            "rate",
+            "expected a rate like '20/day', '3/h' or '0.5/s', got {value}",
+            {"value": shown_value(value)},
         )
     unit = _RATE_UNITS.get(match.group(2), match.group(2))
     rate = float(match.group(1)) / SECONDS[unit]
     if not math.isfinite(rate):
-        raise PydanticCustomError("rate", "a rate must be finite, got {value}", {"value": _shown(value)})
+        raise PydanticCustomError("rate", "a rate must be finite, got {value}", {"value": shown_value(value)})
     return rate
 
 
@@ -131,7 +138,7 @@ def parse_size(value: Any) -> tuple[int, int]:
             raise PydanticCustomError(
                 "size",
                 "expected a size like '2x8' (nodes x GPUs per node), got {value}",
-                {"value": _shown(value)},
+                {"value": shown_value(value)},
             )
         nodes, gpus = int(match.group(1)), int(match.group(2))
     if (
@@ -142,13 +149,13 @@ def parse_size(value: Any) -> tuple[int, int]:
         or gpus < 1
     ):
         raise PydanticCustomError(
-            "size", "a size needs at least 1 node and 1 GPU, got {value}", {"value": _shown(value)}
+            "size", "a size needs at least 1 node and 1 GPU, got {value}", {"value": shown_value(value)}
         )
     if nodes > MAX_SIZE_NODES or gpus > MAX_SIZE_GPUS_PER_NODE:
         raise PydanticCustomError(
             "size",
             "a size of at most {nodes} nodes x {gpus} GPUs per node is expected, got {value}",
-            {"nodes": f"{MAX_SIZE_NODES:,}", "gpus": MAX_SIZE_GPUS_PER_NODE, "value": _shown(value)},
+            {"nodes": f"{MAX_SIZE_NODES:,}", "gpus": MAX_SIZE_GPUS_PER_NODE, "value": shown_value(value)},
         )
     return nodes, gpus
 
@@ -162,7 +169,7 @@ def parse_size_mix(value: Any) -> dict[str, float]:
         raise PydanticCustomError(
             "size",
             "expected a size like '1x8' or a mix like {{'1x8': 70, '4x8': 30}}, got {value}",
-            {"value": _shown(value)},
+            {"value": shown_value(value)},
         )
     mix = {}
     for key, weight in value.items():
@@ -175,7 +182,7 @@ def parse_size_mix(value: Any) -> dict[str, float]:
             raise PydanticCustomError(
                 "size",
                 "the weight of {key} must be a number > 0 and at most {most}, got {weight}",
-                {"key": _shown(key), "most": f"{MAX_WEIGHT:g}", "weight": _shown(weight)},
+                {"key": shown_value(key), "most": f"{MAX_WEIGHT:g}", "weight": shown_value(weight)},
             )
         mix[str(key)] = float(weight)
     return mix

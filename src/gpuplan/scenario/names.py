@@ -1,0 +1,70 @@
+"""Names that become configuration keys: teams (Slurm accounts, Kubernetes namespaces), users,
+pools, partitions, QoS and queues.
+
+A name is letters, digits and ``-``, ``_``, ``.`` (ASCII), as both Slurm (account, user and
+partition names in slurm.conf and sacctmgr) and Kubernetes (object names, RFC 1123, plus ``_``
+that Slurm allows) accept them. Anything else is refused where it is read, with the file, line and
+field: a control, zero-width or bidirectional character would let two names that read the same
+("nlp" and "nl\u200bp") reach a report or a rendered configuration as two.
+
+    >>> name_problem("nlp")
+    >>> name_problem("nl\u200bp")
+    'contains U+200B ZERO WIDTH SPACE: a name is letters, digits and - _ . (as Slurm and Kubernetes \
+accept them)'
+
+``Name`` is the scenario fields' type for such a name (``name: Name``).
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from typing import Annotated, Any
+
+from pydantic import BeforeValidator
+from pydantic_core import PydanticCustomError
+
+from gpuplan.scenario.units import shown_value
+
+NAME = re.compile(r"[A-Za-z0-9._-]+")
+RULE = "a name is letters, digits and - _ . (as Slurm and Kubernetes accept them)"
+
+
+# what a character without a Unicode name is, by its general category (control characters such as
+# TAB and ESC have none)
+_NAMELESS = {"Cc": "a control character", "Co": "a private-use character", "Cn": "an unassigned code point"}
+
+
+def character(c: str) -> str:
+    """``c`` as U+XXXX and its Unicode name: safe to print whatever it is."""
+    name = unicodedata.name(c, "") or _NAMELESS.get(unicodedata.category(c), "a character without a name")
+    return f"U+{ord(c):04X} {name}"
+
+
+def name_problem(name: str) -> str | None:
+    """Why ``name`` cannot name a team, user, pool, partition, QoS or queue; None when it can."""
+    if NAME.fullmatch(name):
+        return None
+    if not name:
+        return f"is empty: {RULE}"
+    bad = next(c for c in name if not NAME.fullmatch(c))
+    return f"contains {character(bad)}: {RULE}"
+
+
+def _checked(value: Any) -> Any:
+    """``value`` if it is a name (or not text at all: the ``str`` check then says so). It is checked
+    before pydantic's own constraints, as a field's ``pattern`` message would name no character."""
+    if isinstance(value, str):
+        problem = name_problem(value)
+        if problem is not None:
+            # the name as an escaped repr (``'nl\\u200bp'``): the character itself must not reach the
+            # terminal, where it would be invisible or turn the line around
+            raise PydanticCustomError(
+                "name", "{name} {problem}", {"name": shown_value(value), "problem": problem}
+            )
+    return value
+
+
+Name = Annotated[str, BeforeValidator(_checked)]
+
+__all__ = ["NAME", "RULE", "Name", "character", "name_problem"]
