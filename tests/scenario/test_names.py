@@ -108,3 +108,27 @@ def test_name_problem() -> None:
     )
     problem = name_problem("caf\u00e9")
     assert problem is not None and problem.startswith("contains U+00E9 LATIN SMALL LETTER E WITH ACUTE:")
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "field"),
+    [
+        ("name: small\n", "name: 'sma\u200bll'\n", "name"),
+        ("  - name: training\n", "  - name: 'night\u202ely'\n", "workloads[0].name"),
+        ("  - name: chat\n", '  - name: "chat\\e[2J"\n', "workloads[1].name"),
+    ],
+    ids=["scenario", "batch workload", "service workload"],
+)
+def test_a_shown_name_refuses_what_no_reader_sees(
+    tmp_path: Path, before: str, after: str, field: str
+) -> None:
+    """A shown name may hold any printable text, but not a control, zero-width or bidirectional
+    character: "training" and "train\u200bing" would read the same in a report."""
+    text = SMALL_SCENARIO.replace(before, after)
+    path = tmp_path / "scenario.yaml"
+    path.write_text(text, encoding="utf-8")
+    line = text.splitlines().index(after.rstrip("\n")) + 1
+    code, _, err = gpuplan("validate", str(path))
+    assert code == 2 and f"{path}:{line}: {field}: " in err, err
+    assert "two names that read the same would show as two" in err
+    assert not {"\u200b", "\u202e", "\x1b"} & set(err), repr(err)

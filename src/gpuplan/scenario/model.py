@@ -23,7 +23,7 @@ from pydantic_core import PydanticCustomError
 
 from gpuplan.scenario.hybrid import HybridSettings
 from gpuplan.scenario.kubernetes import MAX_REPLICAS, KubernetesSettings
-from gpuplan.scenario.names import Name
+from gpuplan.scenario.names import DisplayName, Name
 from gpuplan.scenario.section import Section
 from gpuplan.scenario.units import (
     MAX_DURATION_S,
@@ -178,7 +178,7 @@ class Weekly(Section):
 class Burst(Section):
     """A period of extra load, e.g. before a conference deadline: the rate is multiplied by ``factor``."""
 
-    name: str = "burst"
+    name: DisplayName = "burst"
     start: Duration = Field(description="from the scenario start")
     duration: Duration = Field(gt=0)
     factor: StrictFloat = Field(gt=0, le=MAX_FACTOR, description=f"rate multiplier (at most {MAX_FACTOR:g})")
@@ -254,7 +254,7 @@ class TimeLimit(Section):
 class BatchWorkload(Section):
     """Jobs submitted by a team: training runs, sweeps, notebooks (interactive), pipeline steps."""
 
-    name: str
+    name: DisplayName
     kind: Literal["batch", "interactive", "pipeline"]
     team: str
     pool: str | None = Field(None, description="pool the jobs run on (default: the first that fits)")
@@ -355,7 +355,7 @@ class Replicas(Section):
 class ServiceWorkload(Section):
     """An inference service: a Deployment scaled between replica bounds to follow its demand."""
 
-    name: str
+    name: DisplayName
     kind: Literal["service"]
     team: str
     pool: str | None = None
@@ -419,7 +419,7 @@ class TraceSpec(Section):
 class TraceWorkload(Section):
     """Jobs replayed from a trace file."""
 
-    name: str
+    name: DisplayName
     kind: Literal["batch", "interactive", "pipeline"] = "batch"
     pool: str | None = None
     trace: TraceSpec
@@ -431,7 +431,7 @@ class JobListWorkload(Section):
     CSV of the same fields (see "Workload lists" in the Kubernetes guide). Each job's team is its
     namespace."""
 
-    name: str
+    name: DisplayName
     kind: Literal["batch", "interactive", "pipeline"] = "batch"
     jobs: Path = Field(description="a YAML file of manifests, or a .csv; relative to the scenario file")
 
@@ -822,7 +822,7 @@ class Targets(Section):
 class Scenario(Section):
     """An organisation's GPU platform: what runs, on what, under which targets."""
 
-    name: str
+    name: DisplayName
     description: str = ""
     seed: StrictInt = Field(0, ge=0, le=2**63 - 1, description="of the random streams: same seed, same jobs")
     horizon: Duration = Field(

@@ -67,4 +67,30 @@ def _checked(value: Any) -> Any:
 
 Name = Annotated[str, BeforeValidator(_checked)]
 
-__all__ = ["NAME", "RULE", "Name", "character", "name_problem"]
+# Unicode categories no name shown to a reader may hold: control (Cc), format (Cf: the zero-width and
+# bidirectional controls), line and paragraph separators (Zl, Zp)
+INVISIBLE = frozenset({"Cc", "Cf", "Zl", "Zp"})
+
+
+def display_problem(text: str) -> str | None:
+    """Why ``text`` cannot be a name shown, never a key (a workload's or the scenario's name: any
+    printable text, HTML included, as the report escapes it); None when it can."""
+    for c in text:
+        if unicodedata.category(c) in INVISIBLE:
+            return f"contains {character(c)}: two names that read the same would show as two"
+    return None
+
+
+def _display_checked(value: Any) -> Any:
+    if isinstance(value, str):
+        problem = display_problem(value)
+        if problem is not None:
+            raise PydanticCustomError(
+                "name", "{name} {problem}", {"name": shown_value(value), "problem": problem}
+            )
+    return value
+
+
+DisplayName = Annotated[str, BeforeValidator(_display_checked)]
+
+__all__ = ["INVISIBLE", "NAME", "RULE", "DisplayName", "Name", "character", "display_problem", "name_problem"]
