@@ -157,6 +157,7 @@ def test_ray_runs_the_same_points_to_the_same_results(tmp_path: Path) -> None:
             "--set cluster.pools.h10.nodes: cluster.pools has no item named 'h10'; did you mean 'h100'?",
         ),
         ("scenario: none.yaml\ngrid: {horizon: [1d]}\n", "none.yaml: scenario: no such scenario file"),
+        ("scenario: tiny.yaml\nseeds: true\ngrid: {horizon: [1d]}\n", "sweep.yaml:2: seeds: "),
     ],
 )
 def test_a_wrong_sweep_file_is_exit_2_naming_file_line_and_field(

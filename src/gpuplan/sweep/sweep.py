@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-from pydantic import Field, ValidationError
+from pydantic import Field, StrictInt, ValidationError
 
 from gpuplan import __version__
 from gpuplan.advisor.evidence import lookup
@@ -79,7 +79,9 @@ class SweepSpec(Section):
     models: list[ModelName] | None = Field(
         None, min_length=1, description="default: the scenario's models.compare"
     )
-    seeds: int = Field(5, ge=1, le=MAX_SEEDS, description="draws of the scenario's synthesis per variant")
+    seeds: StrictInt = Field(
+        5, ge=1, le=MAX_SEEDS, description="draws of the scenario's synthesis per variant"
+    )
     grid: dict[str, list[Any]] = Field(
         default_factory=dict, description="field path -> values: every combination is a variant"
     )
