@@ -11,7 +11,7 @@ from gpuplan.errors import InputError
 from gpuplan.sim.cluster import UNKNOWN, Pool
 from gpuplan.workload.pods import NodeList, PodRequests, PodTrace, node_list_beside
 from gpuplan.workload.readers import default_gpus_per_node, detect_format, read_trace
-from gpuplan.workload.trace import Trace
+from gpuplan.workload.trace import Trace, no_jobs
 from gpuplan.workload.workload import Workload
 
 # The scenario's modules (its pydantic models, synthesis) and the node list's reader are imported
@@ -104,12 +104,8 @@ def cluster_nodes(trace: Trace, nodes: int | None, gpus_per_node: int) -> tuple[
                 field="--gpus-per-node",
             )
         count, source = trace.capacity_gpus // gpus_per_node, trace.capacity_source
-    elif len(trace.jobs) == 0:
-        raise InputError(
-            f"no jobs{_why_no_jobs(trace)} and no cluster size in the trace: give --nodes",
-            path=trace.path,
-            field="--nodes",
-        )
+    elif len(trace.jobs) == 0:  # read_trace refuses such a trace; a reader called directly may not
+        raise no_jobs(trace)
     else:
         count, source = int(trace.jobs.nodes.max()), "largest job"
     if count > MAX_POOL_NODES:
@@ -126,16 +122,6 @@ def cluster_nodes(trace: Trace, nodes: int | None, gpus_per_node: int) -> tuple[
             field=field,
         )
     return count, source
-
-
-def _why_no_jobs(trace: Trace) -> str:
-    """What was dropped when a trace has no jobs: `` (12 malformed line(s) skipped (--skip-bad-lines))``."""
-    dropped = []
-    if trace.bad_lines:
-        dropped.append(f"{trace.bad_lines:,} malformed line(s) skipped (--skip-bad-lines)")
-    if trace.skipped_invalid:
-        dropped.append(f"{trace.skipped_invalid:,} job(s) with no run time or no GPUs skipped")
-    return f" ({'; '.join(dropped)})" if dropped else " (the file has no job lines)"
 
 
 def scenario_pools(loaded: LoadedScenario) -> list[Pool]:
@@ -205,6 +191,7 @@ def load_input(path: Path, options: InputOptions | None = None) -> Input:
         "jobs_read": len(trace.jobs),
         "skipped_invalid_jobs": trace.skipped_invalid,
         "skipped_bad_lines": trace.bad_lines,
+        "skipped_lines": skipped_lines(trace),
         "capacity_source": capacity_source,
     }
     node_list_path = options.node_list or node_list_beside(path)
@@ -220,8 +207,28 @@ def load_input(path: Path, options: InputOptions | None = None) -> Input:
     if trace.skipped_invalid:
         warnings.append(f"{trace.skipped_invalid} job(s) with no run time or no GPUs were skipped")
     if trace.bad_lines:
-        warnings.append(f"{trace.bad_lines} malformed line(s) were skipped (--skip-bad-lines)")
+        warnings.append(skipped_lines_warning(trace))
     return Input(workload, pools, info, trace=trace, warnings=warnings, node_list=node_list)
+
+
+def skipped_lines(trace: Trace) -> dict[str, Any]:
+    """The lines --skip-bad-lines skipped, for summary.json: how many, and the first ones (the
+    reader keeps SKIPPED_LINES_LISTED of them) with their field and what is wrong."""
+    return {
+        "count": trace.bad_lines,
+        "first": [{"line": s.line, "field": s.field, "why": s.why} for s in trace.skipped_lines],
+    }
+
+
+def skipped_lines_warning(trace: Trace) -> str:
+    """``2,000 malformed line(s) were skipped (--skip-bad-lines); the first 20:`` and then one line
+    each, ``FILE:LINE: FIELD: why`` as an error names a bad line."""
+    listed = trace.skipped_lines
+    which = "" if len(listed) == trace.bad_lines else f"; the first {len(listed)}"
+    lines = [str(InputError(s.why, path=trace.path, line=s.line, field=s.field)) for s in listed]
+    return f"{trace.bad_lines:,} malformed line(s) were skipped (--skip-bad-lines){which}:" + "".join(
+        f"\n  {line}" for line in lines
+    )
 
 
 def draws_at_random(loaded: Input) -> bool:

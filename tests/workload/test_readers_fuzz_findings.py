@@ -360,25 +360,28 @@ def test_a_traced_cluster_beyond_any_machine_names_the_header_line(tmp_path: Pat
 @pytest.mark.parametrize(
     ("name", "text", "skip", "why"),
     [
-        ("t.swf", "; Version: 2.2\n", False, "the file has no job lines"),
-        ("p.csv", "timestamp,duration,num_gpus,gpu_time,cluster\n", False, "the file has no job lines"),
-        ("t.swf", "; Version: 2.2\n1 2 3\nx\n", True, "2 malformed line(s) skipped (--skip-bad-lines)"),
+        ("t.swf", "; Version: 2.2\n", False, "it has no job lines"),
+        ("p.csv", "timestamp,duration,num_gpus,gpu_time,cluster\n", False, "it has no job lines"),
+        ("t.swf", "; Version: 2.2\n1 2 3\nx\n", True, "2 malformed line(s) were skipped (--skip-bad-lines)"),
         (
             "p.csv",
             "timestamp,duration,num_gpus,gpu_time,cluster\n2017-10-03 10:00:00,60,0,0,vc1\nbad\n",
             True,
-            "1 malformed line(s) skipped (--skip-bad-lines); 1 job(s) with no run time or no GPUs skipped",
+            "1 malformed line(s) were skipped (--skip-bad-lines); 1 job(s) with no run time or no GPUs were "
+            "skipped",
         ),
     ],
 )
-def test_a_trace_without_jobs_asks_for_nodes(
-    tmp_path: Path, name: str, text: str, skip: bool, why: str
+@pytest.mark.parametrize("nodes", [None, 4])  # a cluster size given or not: there is nothing to simulate
+def test_a_trace_without_jobs_is_refused(
+    tmp_path: Path, name: str, text: str, skip: bool, why: str, nodes: int | None
 ) -> None:
     path = tmp_path / name
     path.write_text(text)
-    error = refused(lambda: load_input(path, InputOptions(skip_bad_lines=skip)))
-    assert error.field == "--nodes" and error.path == str(path)
-    assert error.message == f"no jobs ({why}) and no cluster size in the trace: give --nodes"
+    error = refused(lambda: load_input(path, InputOptions(nodes=nodes, skip_bad_lines=skip)))
+    # the line where the text ends: where a job line was looked for last
+    assert (error.path, error.line, error.field) == (str(path), text.count("\n") + 1, None)
+    assert error.message == f"no jobs in the file up to its end: {why}"
 
 
 # ---- R12, R13, R14: the demand CSV of a service ---------------------------------------------------------

@@ -2,10 +2,16 @@
 
 The first line is the header; a reader asks for columns by name, so their order and any other columns
 do not matter. Blank lines are skipped. Fast path: blocks of whole lines parsed by pyarrow and converted
-a column at a time. A block that does not convert is read again row by row with Python's csv module,
-only to name the first bad line and column or, with skip_bad_lines, to skip and count bad rows. From the
-first block with a double quote on (a quoted field may hold a line break), the rest of the file is read
-row by row. The file streams: only one block of text is held at a time, besides the columns read so far.
+a column at a time, each column's cells checked at once. A row with a cell that does not convert (or of
+another number of columns) is read again on its own with Python's csv module, only to name the first bad
+line and column or, with skip_bad_lines, to skip and count it, so bad rows cost what they are and not a
+slower reading of their block. From the first block with a double quote on (a quoted field may hold a
+line break), the rest of the file is read row by row. The file streams: only one block of text is held at
+a time, besides the columns read so far.
+
+A team or user column (``Column.team_or_user``) holds names as scenario.names allows them (letters,
+digits and ``-_.``); a cell that is not one is a malformed cell like any other. Each distinct value
+of a block is checked, not each row.
 """
 
 from __future__ import annotations
@@ -24,9 +30,10 @@ import numpy as np
 import numpy.typing as npt
 
 from gpuplan.errors import InputError
+from gpuplan.scenario.names import name_problem
 from gpuplan.workload.jobtable import MAX_TIME_S, JobTable, Labels, out_of_range, range_text
 from gpuplan.workload.textfile import open_source
-from gpuplan.workload.trace import Trace
+from gpuplan.workload.trace import SkippedLine, SkippedLines, Trace
 
 T = TypeVar("T")
 
@@ -42,7 +49,7 @@ Bool = npt.NDArray[np.bool_]
 #             from 1970 (Unix time 0) to MAX_TIME_S (2242)
 #   time      datetime or number (seconds, bounded as a number), as the first data row's cell of the
 #             first time column is
-#   text      any text, stripped
+#   text      any text, stripped; in a team or user column a name (scenario.names) or empty (unknown)
 #   id        any text; read as int64 when every id in the file is a plain unsigned integer
 # A cell out of its column's range is a malformed cell: InputError naming line and column, or with
 # skip_bad_lines a skipped and counted row, as any other.
@@ -65,6 +72,8 @@ _DATETIME = (
     r"^[1-9][0-9]{3}-[0-9]{2}-[0-9]{2}[ T][0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{1,9})?" + _ZONE[:-1] + "?$"
 )
 _ID = re.compile(r"[0-9]{1,18}")
+# What the fast path casts as a number (as float() reads it too); any other cell is read by the slow path
+_NUMBER = r"^[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?$"
 _SPACE = " \t\n\v\f\r"  # what cells are stripped of (pyarrow's ascii_trim_whitespace)
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MICROSECOND = timedelta(microseconds=1)
@@ -82,6 +91,8 @@ class Column:
     # datetimes are always from Unix time 0 to MAX_TIME_S
     least: float = 0.0
     most: float = float(WHOLE_LIMIT - 1)
+    # a text column naming a team or user (an account, a virtual cluster): its cells are names
+    team_or_user: bool = False
 
     def bounds(self, kind: Kind) -> tuple[float, float]:
         """The range of the column's values when read as ``kind``."""
@@ -113,6 +124,7 @@ class CsvColumns(NamedColumns):
     line: Int64  # line of each row (1-based; the header is line 1)
     row: Int64  # 1-based data row number, counting bad rows too (blank lines do not count)
     bad_lines: int
+    skipped_lines: tuple[SkippedLine, ...]  # the first of the bad_lines (trace.SKIPPED_LINES_LISTED)
     time_kind: Literal["datetime", "number"] | None  # what "time" columns held; None if none were read
     values: dict[str, Any] = field(repr=False)
 
@@ -123,7 +135,8 @@ class CsvColumns(NamedColumns):
 
 
 class _Reject(Exception):
-    """The fast path cannot convert a block; the slow path reads it row by row."""
+    """The cells of a column cannot be cast at once (times with and without a zone): each distinct
+    cell is read as the slow path reads it."""
 
 
 @dataclass
@@ -131,6 +144,54 @@ class _Chunk:
     line: Int64
     row: Int64
     values: dict[str, Any]
+
+
+def _merged(a: _Chunk, b: _Chunk) -> _Chunk:
+    """The rows of both chunks in the order of their lines (a block's rows read by the fast path and
+    those read again on their own)."""
+    order = np.argsort(np.concatenate([a.line, b.line]), kind="stable")
+    values = {
+        name: None
+        if first is None or b.values[name] is None
+        else np.concatenate([first, b.values[name]])[order]
+        for name, first in a.values.items()
+    }
+    return _Chunk(np.concatenate([a.line, b.line])[order], np.concatenate([a.row, b.row])[order], values)
+
+
+def is_utf8(block: bytes) -> bool:
+    """Whether ``block`` is UTF-8 text. The fast paths read only such blocks: pyarrow would refuse
+    another anyway, and first decode the text of a row of another number of columns for the
+    invalid-row handler, which fails there and is printed to the terminal as an ignored exception."""
+    if block.isascii():
+        return True
+    try:
+        block.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def _blank_among(block: bytes, at: Int64) -> bool:
+    """Whether a line of ``block`` at one of the 0-based indices ``at`` holds blanks only: such a line
+    is no row to Python's csv module, so the slow path reads that block, to count rows as it does."""
+    if not len(at):
+        return False
+    texts = block.split(b"\n")
+    return any(not texts[i].strip() for i in at.tolist())
+
+
+def name_error(cell: str) -> str | None:
+    """Why the (stripped) cell of a team or user column names none (scenario.names); None when it
+    does, or is empty (not recorded: the readers call it "unknown")."""
+    problem = name_problem(cell) if cell else None
+    return None if problem is None else f"expected a team or user name, got {cell!r}: it {problem}"
+
+
+def not_names(labels: Sequence[str]) -> Bool:
+    """Which of the distinct ``labels`` of a team or user column are not names: each distinct value
+    is checked once, however many rows hold it."""
+    return np.array([name_error(label) is not None for label in labels], dtype=np.bool_)
 
 
 def missing_column(path: Path, header: Sequence[str], name: str) -> InputError:
@@ -233,7 +294,6 @@ class _CsvReader:
     ) -> None:
         self.path = path
         self.wanted = columns
-        self.skip_bad_lines = skip_bad_lines
         self.check_header = check_header
         self.header: tuple[str, ...] = ()
         self.columns: list[tuple[int, Column]] = []  # present columns, in header order
@@ -242,7 +302,7 @@ class _CsvReader:
         self.labels: dict[str, dict[str, int]] = {}
         self.chunks: list[_Chunk] = []
         self.rows = 0  # data rows seen (good or bad)
-        self.bad = 0
+        self.skipped = SkippedLines() if skip_bad_lines else None
 
     # -- driving -------------------------------------------------------------------------------------
 
@@ -301,71 +361,150 @@ class _CsvReader:
     # -- fast path: pyarrow over a block without quotes -------------------------------------------------
 
     def _fast(self, block: bytes, first_line: int) -> _Chunk | None:
+        """The rows of a block without quotes, read by pyarrow a column at a time; None when the block
+        cannot be read so (the slow path reads it all). A row pyarrow cannot split into the header's
+        columns, or with a cell that does not convert, is read again on its own by the slow path, which
+        names what is wrong, or skips it."""
         import pyarrow as pa
         import pyarrow.csv as pacsv
 
         lines = nonempty_line_numbers(block, first_line)
-        if lines is None:
+        if lines is None or not is_utf8(block):
             return None
+        if not len(lines):
+            empty = {column.name: self._empty(column) for _, column in self.columns}
+            return _Chunk(lines, np.zeros(0, dtype=np.int64), empty)
+        names = [f"f{i}" for i in range(len(self.header))]
+        misshapen: list[int] = []  # rows of another number of columns (0-based, among the non-empty lines)
+
+        def skip_misshapen(row: Any) -> str:
+            if row.number is None:  # known when pyarrow reads in one thread
+                return "error"
+            misshapen.append(row.number - 1)
+            return "skip"
+
         values: dict[str, Any] = {}
-        if len(lines):
-            names = [f"f{i}" for i in range(len(self.header))]
-            try:
-                table = pacsv.read_csv(
-                    pa.py_buffer(block),
-                    read_options=pacsv.ReadOptions(column_names=names),
-                    parse_options=pacsv.ParseOptions(newlines_in_values=False),
-                    convert_options=pacsv.ConvertOptions(
-                        include_columns=[names[i] for i, _ in self.columns],
-                        column_types={names[i]: pa.string() for i, _ in self.columns},
-                    ),
-                )
-                if table.num_rows != len(lines):
-                    return None
-                if self.first_time is not None and self.time_kind is None:
-                    self._decide_time(table.column(names[self.first_time])[0].as_py())
-                for i, column in self.columns:
-                    values[column.name] = self._convert(table.column(names[i]).combine_chunks(), column)
-            except (pa.ArrowException, _Reject):
+        try:
+            table = pacsv.read_csv(
+                pa.py_buffer(block),
+                read_options=pacsv.ReadOptions(column_names=names, use_threads=False),
+                parse_options=pacsv.ParseOptions(
+                    newlines_in_values=False, invalid_row_handler=skip_misshapen
+                ),
+                convert_options=pacsv.ConvertOptions(
+                    include_columns=[names[i] for i, _ in self.columns],
+                    column_types={names[i]: pa.string() for i, _ in self.columns},
+                ),
+            )
+            parsed = np.delete(np.arange(len(lines)), misshapen)
+            if table.num_rows != len(parsed) or _blank_among(block, lines[misshapen] - first_line):
                 return None
-        else:
-            values = {column.name: self._empty(column) for _, column in self.columns}
+            if self.first_time is not None and self.time_kind is None:
+                if not len(parsed) or parsed[0] != 0:
+                    return None  # the file's first row decides; the slow path reads it as it is
+                self._decide_time(table.column(names[self.first_time])[0].as_py())
+            good = np.ones(len(parsed), dtype=np.bool_)
+            for i, column in self.columns:
+                if self._kind(column) != "id":
+                    values[column.name], converted = self._convert(
+                        table.column(names[i]).combine_chunks(), column
+                    )
+                    good &= converted
+            values = {name: value[good] for name, value in values.items()}
+            for i, column in self.columns:  # a bad row's id is none of the file's: the good rows' only
+                if self._kind(column) == "id":
+                    values[column.name] = self._ids(table.column(names[i]).combine_chunks().filter(good))
+        except pa.ArrowException:  # a block pyarrow cannot read: the slow path reads it
+            return None
         rows = self.rows + 1 + np.arange(len(lines), dtype=np.int64)
         self.rows += len(lines)
-        return _Chunk(lines, rows, values)
+        at = parsed[good]
+        chunk = _Chunk(lines[at], rows[at], values)
+        again = np.sort(np.concatenate([parsed[~good], np.array(misshapen, dtype=np.int64)]))
+        if not len(again):
+            return chunk
+        texts = block.decode("utf-8", errors="replace").split("\n")
+        records: list[tuple[int, list[str] | str]] = []
+        numbers: list[int] = []
+        for k in again.tolist():
+            for record in _records([texts[lines[k] - first_line] + "\n"], int(lines[k])):
+                records.append(record)
+                numbers.append(int(rows[k]))
+        return _merged(chunk, self._slow(records, numbers))
 
-    def _convert(self, array: Any, column: Column) -> Any:
+    @staticmethod
+    def _ids(array: Any) -> Int64 | None:
+        """An id column's cells as int64, or None when some id is not a plain unsigned integer."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        array = pc.ascii_trim_whitespace(array)
+        if not _all(pc.match_substring_regex(array, "^[0-9]{1,18}$")):
+            return None
+        ids: Int64 = pc.cast(array, pa.int64()).to_numpy()
+        return ids
+
+    def _convert(self, array: Any, column: Column) -> tuple[Any, Bool]:
+        """A column's cells converted at once, and which of them converted: a cell that does not (a
+        number out of the column's range, text that is no number, a team or user that is no name) is
+        left to the slow path, which reads its row again."""
         import pyarrow as pa
         import pyarrow.compute as pc
 
         array = pc.ascii_trim_whitespace(array)
         kind = self._kind(column)
+        every = np.ones(len(array), dtype=np.bool_)
         if kind == "text":
             encoded = array.dictionary_encode()
-            return self._codes(column.name, encoded.dictionary.to_pylist(), encoded.indices.to_numpy())
-        if kind == "id":
-            if not _all(pc.match_substring_regex(array, "^[0-9]{1,18}$")):
-                return None
-            return pc.cast(array, pa.int64()).to_numpy()
+            distinct = encoded.dictionary.to_pylist()
+            at = encoded.indices.to_numpy()
+            converted = ~not_names(distinct)[at] if column.team_or_user and len(distinct) else every
+            return self._codes(column.name, distinct, at), converted
+        try:
+            return self._cast(array, column, kind)
+        except (pa.ArrowInvalid, _Reject):  # a cell the pattern takes that pyarrow does not (2017-02-30)
+            return self._cell_by_cell(array, column)
+
+    def _cast(self, array: Any, column: Column, kind: Kind) -> tuple[Float64, Bool]:
+        """The numbers or times of a (trimmed) column, cast by pyarrow, and which cells converted."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        null = pa.scalar(None, pa.string())
         if column.blank_ok:
-            array = pc.if_else(pc.equal(array, ""), pa.scalar(None, pa.string()), array)
+            array = pc.if_else(pc.equal(array, ""), null, array)
         known = ~array.is_null().to_numpy(zero_copy_only=False)
+        pattern = _DATETIME if kind == "datetime" else _NUMBER
+        readable = pc.fill_null(pc.match_substring_regex(array, pattern), True)
+        cells = pc.if_else(readable, array, null)  # the others are read again, row by row
         if kind == "datetime":
-            if not _all(pc.match_substring_regex(array, _DATETIME)):
+            zoned = int(pc.sum(pc.match_substring_regex(cells, _ZONE)).as_py() or 0)
+            if zoned not in (0, int(pc.sum(pc.is_valid(cells)).as_py() or 0)):
                 raise _Reject
-            zoned = int(pc.sum(pc.match_substring_regex(array, _ZONE)).as_py() or 0)
-            if zoned not in (0, int(known.sum())):
-                raise _Reject
-            stamps = pc.cast(array, pa.timestamp("us", tz="UTC" if zoned else None))
+            stamps = pc.cast(cells, pa.timestamp("us", tz="UTC" if zoned else None))
             micros = pc.cast(pc.cast(stamps, pa.int64()), pa.float64()).to_numpy(zero_copy_only=False)
-            seconds = micros / 1e6
-            if not _numbers_ok(seconds[known], kind, *column.bounds(kind)):
-                raise _Reject
-            return seconds
-        values = pc.cast(array, pa.float64()).to_numpy(zero_copy_only=False)
-        if not _numbers_ok(values[known], kind, *column.bounds(kind)):
-            raise _Reject
-        return values
+            values: Float64 = micros / 1e6
+        else:
+            values = pc.cast(cells, pa.float64()).to_numpy(zero_copy_only=False)
+        in_range = _numbers_mask(values, kind, *column.bounds(kind))
+        converted = readable.to_numpy(zero_copy_only=False) & (~known | in_range)
+        return values, converted
+
+    def _cell_by_cell(self, array: Any, column: Column) -> tuple[Float64, Bool]:
+        """The numbers or times of a (trimmed) column, each distinct cell read as the slow path reads
+        it, and which cells converted: for a column pyarrow cannot cast at once."""
+        encoded = array.dictionary_encode()
+        values: list[float] = []
+        ok: list[bool] = []
+        for text in encoded.dictionary.to_pylist():
+            try:
+                values.append(self._cell(text, column))
+                ok.append(True)
+            except ValueError:
+                values.append(math.nan)
+                ok.append(False)
+        at = encoded.indices.to_numpy()
+        return np.array(values, dtype=np.float64)[at], np.array(ok, dtype=np.bool_)[at]
 
     # -- slow path: Python's csv module, row by row -------------------------------------------------------
 
@@ -374,23 +513,26 @@ class _CsvReader:
         while batch := list(itertools.islice(records, SLOW_ROWS)):
             self.chunks.append(self._slow(batch))
 
-    def _slow(self, records: list[tuple[int, list[str] | str]]) -> _Chunk:
+    def _slow(self, records: list[tuple[int, list[str] | str]], numbers: list[int] | None = None) -> _Chunk:
+        """The ``records`` read one by one; ``numbers`` are their data row numbers when the fast path
+        has counted them already (rows it read again), else they are counted here."""
         cells: dict[str, list[Any]] = {column.name: [] for _, column in self.columns}
         lines: list[int] = []
         rows: list[int] = []
-        for line, fields in records:
-            self.rows += 1
+        for k, (line, fields) in enumerate(records):
+            if numbers is None:
+                self.rows += 1
             try:
                 values = self._parse(line, fields)
-            except InputError:
-                if not self.skip_bad_lines:
+            except InputError as error:
+                if self.skipped is None:
                     raise
-                self.bad += 1
+                self.skipped.add(error)
                 continue
             for (_, column), value in zip(self.columns, values, strict=True):
                 cells[column.name].append(value)
             lines.append(line)
-            rows.append(self.rows)
+            rows.append(self.rows if numbers is None else numbers[k])
         values_of: dict[str, Any] = {}
         for _, column in self.columns:
             got = cells[column.name]
@@ -436,6 +578,9 @@ class _CsvReader:
         kind = self._kind(column)
         cell = text.strip(_SPACE)
         if kind == "text":
+            wrong = name_error(cell) if column.team_or_user else None
+            if wrong is not None:
+                raise ValueError(wrong)
             return cell
         if kind == "id":
             return int(cell) if _ID.fullmatch(cell) else None
@@ -495,18 +640,20 @@ class _CsvReader:
         line = np.concatenate([c.line for c in chunks]) if chunks else np.zeros(0, dtype=np.int64)
         row = np.concatenate([c.row for c in chunks]) if chunks else np.zeros(0, dtype=np.int64)
         time_kind = self.time_kind if self.first_time is not None else None
-        return CsvColumns(self.header, line, row, self.bad, time_kind, values)
+        skipped = self.skipped or SkippedLines()
+        return CsvColumns(self.header, line, row, skipped.count, tuple(skipped.first), time_kind, values)
 
 
-def _numbers_ok(values: Float64, kind: Kind, least: float, most: float) -> bool:
-    """Whether every value reads as ``kind`` within [least, most] (so is finite): the fast path's
-    check of a block; a block that fails is read by the slow path, which names the cell."""
+def _numbers_mask(values: Float64, kind: Kind, least: float, most: float) -> Bool:
+    """Which values read as ``kind`` within [least, most] (so are finite): the fast path's check of a
+    column; a row that fails is read again by the slow path, which names the cell."""
     if kind == "flag":
-        return bool(((values == 0) | (values == 1)).all())
+        ok: Bool = (values == 0) | (values == 1)
+        return ok
     ok = (values >= least) & (values <= most)  # False for NaN
     if kind == "whole":
         ok &= values == np.floor(values)
-    return bool(ok.all())
+    return ok
 
 
 # -- building a trace from the columns (shared with helios.py) ---------------------------------------------
@@ -582,6 +729,7 @@ def gpu_trace(
         jobs=jobs,
         skipped_invalid=len(valid) - rows,
         bad_lines=table.bad_lines,
+        skipped_lines=table.skipped_lines,
         epoch_s=epoch_s,
         header={"columns": ",".join(table.header)},
     )

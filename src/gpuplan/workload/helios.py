@@ -46,8 +46,8 @@ from gpuplan.workload.trace import Trace
 
 COLUMNS = (
     Column("job_id", "id"),
-    Column("user", "text"),
-    Column("vc", "text", required=False),
+    Column("user", "text", team_or_user=True),
+    Column("vc", "text", required=False, team_or_user=True),
     Column("gpu_num", "whole", most=MAX_GPUS_PER_JOB),
     Column("node_num", "whole", required=False, blank_ok=True, most=MAX_NODES_PER_JOB),
     Column("cpu_num", "whole", required=False, blank_ok=True, most=MAX_CPUS_PER_JOB),

@@ -29,7 +29,14 @@ from typing import Any
 import numpy as np
 
 from gpuplan.errors import InputError
-from gpuplan.workload.csvcolumns import Column, check_gpus_per_node, gpu_trace, job_ids, read_csv_columns
+from gpuplan.workload.csvcolumns import (
+    Column,
+    check_gpus_per_node,
+    gpu_trace,
+    job_ids,
+    name_error,
+    read_csv_columns,
+)
 from gpuplan.workload.jobtable import (
     MAX_CPUS_PER_NODE,
     MAX_GPUS_PER_NODE,
@@ -49,6 +56,7 @@ from gpuplan.workload.pods import PodRequests as PodRequests
 from gpuplan.workload.pods import PodTrace as PodTrace
 from gpuplan.workload.pods import node_list_beside as node_list_beside
 from gpuplan.workload.textfile import decode_utf8, read_bytes
+from gpuplan.workload.trace import SkippedLines
 
 GPU_RESOURCE = "nvidia.com/gpu"
 JOB_LABELS = ("batch.kubernetes.io/job-name", "job-name", "training.kubeflow.org/job-name")
@@ -62,7 +70,7 @@ ALIBABA_COLUMNS = (
     Column("memory_mib", "number", most=MAX_MEMORY_MIB_PER_NODE),
     Column("num_gpu", "whole", most=MAX_GPUS_PER_NODE),
     Column("gpu_milli", "whole", most=1000),
-    Column("qos", "text", required=False),
+    Column("qos", "text", required=False, team_or_user=True),  # the team: the trace has no namespaces
     Column("pod_phase", "text", required=False),
     Column("creation_time", "number", most=MAX_TIME_S),
     Column("deletion_time", "number", most=MAX_TIME_S),
@@ -122,6 +130,7 @@ def read_alibaba_pods(path: Path | str, *, gpus_per_node: int = 8, skip_bad_line
         jobs=jobs,
         skipped_invalid=base.skipped_invalid,
         bad_lines=base.bad_lines,
+        skipped_lines=base.skipped_lines,
         header=base.header,
         gpu_milli=np.maximum(milli, 1),
         cpu_milli=cpu,
@@ -477,6 +486,9 @@ def _read_pod(pod: Any, at: str) -> _Pod:
     here = f"{at}.metadata"
     name = _text(meta, "name", here, required=True) or ""
     namespace = _text(meta, "namespace", here) or "default"
+    wrong = name_error(namespace)  # the team: a name as Slurm and Kubernetes take them
+    if wrong is not None:
+        raise _Malformed(f"{here}.namespace", wrong)
     created = _time_of(meta, "creationTimestamp", here, required=True)
     gpus = cpu = mem = 0.0
     containers = _list(_map(pod, "spec", at, required=True), "containers", f"{at}.spec", required=True)
@@ -541,7 +553,8 @@ def read_kubectl_pods(path: Path | str, *, gpus_per_node: int = 8, skip_bad_line
     document = _Document(decode_utf8(read_bytes(path), path), path)
 
     groups: dict[tuple[str, str], dict[str, Any]] = {}
-    skipped = bad = 0
+    skipped = 0
+    bad = SkippedLines() if skip_bad_lines else None
     latest = -math.inf
     items = list(document.items())  # the whole text is JSON before any pod is read
     for index, (start, end, item, huge) in enumerate(items):
@@ -558,12 +571,11 @@ def read_kubectl_pods(path: Path | str, *, gpus_per_node: int = 8, skip_bad_line
                 raise _Malformed(found[0], _huge_message(found[1]))
             pod = _read_pod(item, at)
         except _Malformed as exc:
-            if skip_bad_lines:
-                bad += 1
-                continue
-            raise InputError(
-                f"pod {name or index}: {exc.message}", path=path, line=line, field=exc.field
-            ) from None
+            error = InputError(f"pod {name or index}: {exc.message}", path=path, line=line, field=exc.field)
+            if bad is None:
+                raise error from None
+            bad.add(error)
+            continue
         name, namespace, owner = pod.name, pod.namespace, pod.owner
         created, started, finished = pod.created, pod.started, pod.finished
         gpus, cpu, mem = pod.gpus, pod.cpu, pod.mem
@@ -653,7 +665,8 @@ def read_kubectl_pods(path: Path | str, *, gpus_per_node: int = 8, skip_bad_line
         format="kubectl",
         jobs=jobs,
         skipped_invalid=skipped,
-        bad_lines=bad,
+        bad_lines=bad.count if bad else 0,
+        skipped_lines=tuple(bad.first) if bad else (),
         epoch_s=epoch if count else None,
         header={"still_running": str(still_running)},
         gpu_milli=milli,

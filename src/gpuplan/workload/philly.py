@@ -36,9 +36,9 @@ PHILLY_COLUMNS = (
     Column("timestamp", "datetime"),
     Column("duration", "number", most=MAX_TIME_S),
     Column("num_gpus", "whole", most=MAX_GPUS_PER_JOB),
-    Column("cluster", "text"),
+    Column("cluster", "text", team_or_user=True),
     Column("job_id", "id", required=False),
-    Column("user", "text", required=False),
+    Column("user", "text", required=False, team_or_user=True),
 )
 
 
@@ -82,7 +82,7 @@ def read_philly(path: Path | str, *, gpus_per_node: int = 8, skip_bad_lines: boo
 
 CHRONUS_COLUMNS = (
     Column("job_id", "id"),
-    Column("user", "text"),
+    Column("user", "text", team_or_user=True),
     Column("num_gpu", "whole", most=MAX_GPUS_PER_JOB),
     Column("submit_time", "number", most=MAX_TIME_S),
     Column("duration", "number", most=MAX_TIME_S),

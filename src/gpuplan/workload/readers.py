@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Protocol
 from gpuplan.errors import InputError
 from gpuplan.sim.registry import Registry
 from gpuplan.workload.textfile import first_line
+from gpuplan.workload.trace import no_jobs
 
 if TYPE_CHECKING:
     from gpuplan.workload.trace import Trace
@@ -140,9 +141,16 @@ def read_trace(
 ) -> Trace:
     """Read ``path`` with the reader of ``format`` (default: told from the file). ``gpus_per_node``
     groups the trace's GPUs into nodes (default: 1 for SWF processors, 8 for GPU traces; sacct jobs
-    keep their own node count where the file gives it)."""
+    keep their own node count where the file gives it).
+
+    A trace without a job is refused here, for every format, as an empty file is: a file of a
+    header only, or whose every line was skipped or describes no runnable job, would otherwise
+    simulate nothing and say so nowhere."""
     format = format or detect_format(path)
     reader: Callable[..., Trace] = READERS.get(format)
     if gpus_per_node is None:
         gpus_per_node = default_gpus_per_node(format)
-    return reader(path, gpus_per_node=gpus_per_node, skip_bad_lines=skip_bad_lines)
+    trace = reader(path, gpus_per_node=gpus_per_node, skip_bad_lines=skip_bad_lines)
+    if len(trace.jobs) == 0:
+        raise no_jobs(trace)
+    return trace

@@ -25,10 +25,15 @@ NodeList, ...) are ignored. Blank lines are skipped. Semantics from the sacct ma
   past 2^33 s (MAX_TIME_S), and node, GPU, CPU and memory counts past the bounds of
   ``workload.jobtable`` (MAX_NODES_PER_JOB, MAX_GPUS_PER_JOB, MAX_CPUS_PER_JOB, MAX_MEMORY_MIB_PER_JOB).
 
-The fast path parses blocks of whole lines with pyarrow, a column at a time; a block that does not
-convert is read again line by line, only to name the first bad line and column or, with
-skip_bad_lines, to skip and count bad lines (steps are filtered before any cell but the JobID is read,
-so a malformed step cell is no error). The file streams in blocks.
+The fast path parses blocks of whole lines with pyarrow, a column at a time, each column's cells
+checked at once; a line with a cell that does not convert (or of another number of columns) is read
+again on its own, only to name the first bad line and column or, with skip_bad_lines, to skip and count
+it (steps are filtered before any cell but the JobID is read, so a malformed step cell is no error).
+The file streams in blocks.
+
+User and Account hold names as scenario.names allows them (letters, digits and ``-_.``): a cell that
+is not one (a space, a zero-width or right-to-left character) makes its line malformed. Each distinct
+value of a block is checked, not each line.
 """
 
 from __future__ import annotations
@@ -36,7 +41,7 @@ from __future__ import annotations
 import itertools
 import math
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -46,7 +51,15 @@ import numpy as np
 import numpy.typing as npt
 
 from gpuplan.errors import InputError
-from gpuplan.workload.csvcolumns import NamedColumns, check_gpus_per_node, nonempty_line_numbers, read_blocks
+from gpuplan.workload.csvcolumns import (
+    NamedColumns,
+    check_gpus_per_node,
+    is_utf8,
+    name_error,
+    nonempty_line_numbers,
+    not_names,
+    read_blocks,
+)
 from gpuplan.workload.jobtable import (
     MAX_CPUS_PER_JOB,
     MAX_GPUS_PER_JOB,
@@ -59,11 +72,12 @@ from gpuplan.workload.jobtable import (
     range_text,
     split_gpus,
 )
-from gpuplan.workload.trace import Trace
+from gpuplan.workload.trace import SkippedLine, SkippedLines, Trace
 
 Float64 = npt.NDArray[np.float64]
 Int64 = npt.NDArray[np.int64]
 Int32 = npt.NDArray[np.int32]
+Bool = npt.NDArray[np.bool_]
 
 
 # Job ids. A plain id keeps its number (sacct prints at most 10 digits: ids are 32-bit). An array task
@@ -96,7 +110,7 @@ _MB_PER_UNIT = {"K": 1 / 1024, "": 1.0, "M": 1.0, "G": 1024.0, "T": 1024.0**2, "
 #   duration  seconds, NaN when unlimited or unknown
 #   count     a whole number, 0 when empty
 #   tres      (given, GPUs, CPUs, memory MB, nodes) of a TRES list
-#   text      any text, stripped
+#   text      any text, stripped; User and Account a name (scenario.names) or empty
 Kind = Literal["id", "time", "duration", "count", "tres", "text"]
 TRES_PARTS = ("given", "gpus", "cpus", "mem", "nodes")
 
@@ -227,6 +241,7 @@ def state_name(text: str) -> str:
 class Column:
     name: str
     kind: Kind
+    team_or_user: bool = False  # a text column naming a team or user: its cells are names
 
 
 COLUMNS = (
@@ -240,8 +255,8 @@ COLUMNS = (
     Column("NNodes", "count"),
     Column("AllocTRES", "tres"),
     Column("ReqTRES", "tres"),
-    Column("User", "text"),
-    Column("Account", "text"),
+    Column("User", "text", team_or_user=True),
+    Column("Account", "text", team_or_user=True),
     Column("Partition", "text"),
     Column("QOS", "text"),
     Column("State", "text"),
@@ -286,15 +301,46 @@ def _wanted(path: Path, header: tuple[str, ...]) -> list[tuple[int, Column]]:
 # -- reading the lines ------------------------------------------------------------------------------------
 
 
-class _Reject(Exception):
-    """The fast path cannot convert a block; the slow path reads it line by line."""
-
-
 @dataclass
 class _Chunk:
     line: Int64  # line of each job record (1-based; the header is line 1)
     key: Int64  # job_key of each record
     values: dict[str, Any]  # per column: Float64, or Int32 codes for text, or a dict of TRES parts
+
+
+def _rows(value: Any, rows: Any) -> Any:
+    """A chunk's column (an array, or a TRES column's dict of arrays) at ``rows``."""
+    if isinstance(value, dict):
+        return {part: array[rows] for part, array in value.items()}
+    return value[rows]
+
+
+def _joined(first: Any, second: Any) -> Any:
+    if isinstance(first, dict):
+        return {part: np.concatenate([array, second[part]]) for part, array in first.items()}
+    return np.concatenate([first, second])
+
+
+def _merged(a: _Chunk, b: _Chunk) -> _Chunk:
+    """The records of both chunks in the order of their lines (a block's lines read by the fast path
+    and those read again on their own)."""
+    order = np.argsort(np.concatenate([a.line, b.line]), kind="stable")
+    values = {name: _rows(_joined(value, b.values[name]), order) for name, value in a.values.items()}
+    return _Chunk(np.concatenate([a.line, b.line])[order], np.concatenate([a.key, b.key])[order], values)
+
+
+def _each_distinct(distinct: list[str], parse: Callable[[str], Any], failed: Any) -> tuple[list[Any], Bool]:
+    """``parse`` of each distinct cell of a column (``failed`` where it raises ValueError), and which
+    parsed: a line with a cell that did not is read again on its own, to name what is wrong."""
+    parsed, ok = [], []
+    for text in distinct:
+        try:
+            parsed.append(parse(text))
+            ok.append(True)
+        except ValueError:
+            parsed.append(failed)
+            ok.append(False)
+    return parsed, np.array(ok, dtype=np.bool_)
 
 
 @dataclass(frozen=True)
@@ -305,6 +351,7 @@ class Records(NamedColumns):
     line: Int64
     key: Int64
     bad_lines: int
+    skipped_lines: tuple[SkippedLine, ...]  # the first of the bad_lines (trace.SKIPPED_LINES_LISTED)
     # Float64 per time, duration and count column, Labels per text column, and per TRES column
     # "<name>:<part>" Float64 for each of TRES_PARTS
     values: dict[str, Any] = field(repr=False)
@@ -320,13 +367,12 @@ def read_records(path: Path, *, skip_bad_lines: bool = False) -> Records:
 class _SacctReader:
     def __init__(self, path: Path, skip_bad_lines: bool) -> None:
         self.path = path
-        self.skip_bad_lines = skip_bad_lines
         self.header: tuple[str, ...] = ()
         self.columns: list[tuple[int, Column]] = []
         self.id_index = 0
         self.labels: dict[str, dict[str, int]] = {}  # text column -> label -> code, for the whole file
         self.chunks: list[_Chunk] = []
-        self.bad = 0
+        self.skipped = SkippedLines() if skip_bad_lines else None
 
     def read(self, blocks: Iterator[bytes]) -> Records:
         first = next(blocks, b"")
@@ -348,97 +394,137 @@ class _SacctReader:
     # -- fast path: pyarrow over a block ----------------------------------------------------------------
 
     def _fast(self, block: bytes, first_line: int) -> _Chunk | None:
+        """The job records of a block, read by pyarrow a column at a time; None when the block cannot be
+        read so (the slow path reads it all). A line pyarrow cannot split into the header's columns, or
+        with a cell that does not convert, is read again on its own by the slow path, which names what
+        is wrong, or skips it."""
         import pyarrow as pa
         import pyarrow.compute as pc
         import pyarrow.csv as pacsv
 
         lines = nonempty_line_numbers(block, first_line)
-        if lines is None:
+        if lines is None or not is_utf8(block):
             return None
         if not len(lines):
             return self._chunk(lines, np.zeros(0, np.int64), {})
         names = [f"f{i}" for i in range(len(self.header))]
         wanted = [names[i] for i, _ in self.columns]
+        misshapen: list[int] = []  # lines of another number of columns (0-based, among the non-empty ones)
+
+        def skip_misshapen(row: Any) -> str:
+            if row.number is None:  # known when pyarrow reads in one thread
+                return "error"
+            misshapen.append(row.number - 1)
+            return "skip"
+
         try:
             table = pacsv.read_csv(
                 pa.py_buffer(block),
-                read_options=pacsv.ReadOptions(column_names=names),
-                parse_options=pacsv.ParseOptions(delimiter="|", quote_char=False, newlines_in_values=False),
+                read_options=pacsv.ReadOptions(column_names=names, use_threads=False),
+                parse_options=pacsv.ParseOptions(
+                    delimiter="|",
+                    quote_char=False,
+                    newlines_in_values=False,
+                    invalid_row_handler=skip_misshapen,
+                ),
                 convert_options=pacsv.ConvertOptions(
                     include_columns=wanted, column_types={name: pa.string() for name in wanted}
                 ),
             )
-            if table.num_rows != len(lines):
+            parsed = np.delete(np.arange(len(lines)), misshapen)
+            if table.num_rows != len(parsed):
                 return None
             ids = pc.ascii_trim_whitespace(table.column(names[self.id_index]).combine_chunks())
             jobs = pc.invert(pc.match_substring(ids, "."))
             table, ids = table.filter(jobs), ids.filter(jobs)
-            lines = lines[jobs.to_numpy(zero_copy_only=False)]
-            keys = self._keys(ids)
-            values = {
-                column.name: self._convert(table.column(names[i]).combine_chunks(), column)
-                for i, column in self.columns
-                if column.kind != "id"
-            }
-        except (pa.ArrowException, ValueError, _Reject):
+            parsed = parsed[jobs.to_numpy(zero_copy_only=False)]
+            keys, good = self._keys(ids)
+            values = {}
+            for i, column in self.columns:
+                if column.kind != "id":
+                    values[column.name], converted = self._convert(
+                        table.column(names[i]).combine_chunks(), column
+                    )
+                    good &= converted
+        except (pa.ArrowException, ValueError):  # a block pyarrow cannot read: the slow path reads it
             return None
-        return self._chunk(lines, keys, values)
+        chunk = self._chunk(lines[parsed[good]], keys[good], {k: _rows(v, good) for k, v in values.items()})
+        again = sorted([*parsed[~good].tolist(), *misshapen])
+        if not again:
+            return chunk
+        texts = block.decode("utf-8", errors="replace").split("\n")
+        return _merged(chunk, self._slow_lines((int(lines[k]), texts[lines[k] - first_line]) for k in again))
 
-    def _keys(self, ids: Any) -> Int64:
+    def _keys(self, ids: Any) -> tuple[Int64, Bool]:
+        """The job_key of each JobID, and which are JobIDs."""
         import pyarrow.compute as pc
 
         plain = pc.match_substring_regex(ids, f"^{_PLAIN_ID.pattern}$").to_numpy(zero_copy_only=False)
         keys = np.zeros(len(ids), dtype=np.int64)
+        ok = np.ones(len(ids), dtype=np.bool_)
         if plain.any():
             keys[plain] = pc.cast(ids.filter(plain), "int64").to_numpy()
         if not plain.all():  # arrays and het jobs: by distinct id
             others = ids.filter(~plain).dictionary_encode()
-            distinct = np.array([job_key(text) for text in others.dictionary.to_pylist()], dtype=np.int64)
-            keys[~plain] = distinct[others.indices.to_numpy()]
-        return keys
+            distinct, known = _each_distinct(others.dictionary.to_pylist(), job_key, 0)
+            at = others.indices.to_numpy()
+            keys[~plain] = np.array(distinct, dtype=np.int64)[at]
+            ok[~plain] = known[at]
+        return keys, ok
 
-    def _convert(self, array: Any, column: Column) -> Any:
+    def _convert(self, array: Any, column: Column) -> tuple[Any, Bool]:
+        """A column's cells converted at once, and which of them converted: a line with a cell that
+        does not is read again on its own by the slow path."""
         import pyarrow as pa
         import pyarrow.compute as pc
 
         array = pc.ascii_trim_whitespace(array)
         if column.kind == "time":
             unknown = pc.is_in(array, value_set=pa.array(UNKNOWN_TIMES))
-            known = array.filter(pc.invert(unknown))
-            if pc.all(pc.match_substring_regex(known, f"^{_DATETIME}$")).as_py() is False:
-                raise _Reject
-            stamps = pc.cast(pc.if_else(unknown, pa.scalar(None, pa.string()), array), pa.timestamp("s"))
-            seconds = pc.cast(pc.cast(stamps, pa.int64()), pa.float64()).to_numpy(zero_copy_only=False)
-            given = seconds[~np.isnan(seconds)]
-            if not ((given >= 0.0) & (given <= MAX_TIME_S)).all():
-                raise _Reject  # the slow path names the line
-            return seconds
+            given = pc.and_(pc.invert(unknown), pc.match_substring_regex(array, f"^{_DATETIME}$"))
+            try:
+                stamps = pc.cast(pc.if_else(given, array, pa.scalar(None, pa.string())), pa.timestamp("s"))
+            except pa.ArrowInvalid:  # a time the pattern takes that is none (2024-13-45): cell by cell below
+                pass
+            else:
+                seconds = pc.cast(pc.cast(stamps, pa.int64()), pa.float64()).to_numpy(zero_copy_only=False)
+                in_range = (seconds >= 0.0) & (seconds <= MAX_TIME_S)  # False for NaN
+                converted = unknown.to_numpy(zero_copy_only=False) | in_range
+                return seconds, converted
         encoded = array.dictionary_encode()
         distinct = encoded.dictionary.to_pylist()
         at = encoded.indices.to_numpy()
         if column.kind == "text":
-            return self._codes(column.name, distinct)[at]
+            names_ok = ~not_names(distinct) if column.team_or_user else np.ones(len(distinct), dtype=np.bool_)
+            return self._codes(column.name, distinct)[at], names_ok[at]
         if column.kind == "tres":
-            parts = np.array([parse_tres(text) for text in distinct], dtype=np.float64).reshape(-1, 5)[at]
-            return {part: parts[:, i] for i, part in enumerate(TRES_PARTS)}
-        return np.array([_CONVERT[column.kind](text) for text in distinct], dtype=np.float64)[at]
+            parsed, ok = _each_distinct(distinct, parse_tres, (math.nan,) * len(TRES_PARTS))
+            parts = np.array(parsed, dtype=np.float64).reshape(-1, len(TRES_PARTS))[at]
+            return {part: parts[:, i] for i, part in enumerate(TRES_PARTS)}, ok[at]
+        parsed, ok = _each_distinct(distinct, _CONVERT[column.kind], math.nan)
+        return np.array(parsed, dtype=np.float64)[at], ok[at]
 
     # -- slow path: line by line ----------------------------------------------------------------------------
 
     def _slow(self, block: bytes, first_line: int) -> _Chunk:
+        texts = block.decode("utf-8", errors="replace").split("\n")
+        return self._slow_lines(enumerate(texts, start=first_line))
+
+    def _slow_lines(self, numbered: Iterable[tuple[int, str]]) -> _Chunk:
+        """The job records of the (line number, text) ``numbered``, read one by one."""
         cells: dict[str, list[Any]] = {column.name: [] for _, column in self.columns if column.kind != "id"}
         lines: list[int] = []
         keys: list[int] = []
-        for number, text in enumerate(block.decode("utf-8", errors="replace").split("\n"), start=first_line):
-            text = text.removesuffix("\r")
+        for number, line in numbered:
+            text = line.removesuffix("\r")
             if not text.strip(_SPACE):
                 continue
             try:
                 parsed = self._parse(number, text)
-            except InputError:
-                if not self.skip_bad_lines:
+            except InputError as error:
+                if self.skipped is None:
                     raise
-                self.bad += 1
+                self.skipped.add(error)
                 continue
             if parsed is None:  # a step
                 continue
@@ -477,6 +563,9 @@ class _SacctReader:
             for index, column in self.columns:
                 if column.kind != "id":
                     values[column.name] = _CONVERT[column.kind](fields[index])
+                    wrong = name_error(values[column.name]) if column.team_or_user else None
+                    if wrong is not None:
+                        raise ValueError(wrong)
         except ValueError as exc:
             raise InputError(str(exc), path=self.path, line=line, field=self.header[index]) from None
         return key, values
@@ -519,7 +608,8 @@ class _SacctReader:
                 values[column.name] = np.concatenate(parts or [np.zeros(0)]).astype(np.float64)
         line = np.concatenate([c.line for c in chunks] or [np.zeros(0, np.int64)]).astype(np.int64)
         key = np.concatenate([c.key for c in chunks] or [np.zeros(0, np.int64)]).astype(np.int64)
-        return Records(self.header, line, key, self.bad, values)
+        skipped = self.skipped or SkippedLines()
+        return Records(self.header, line, key, skipped.count, tuple(skipped.first), values)
 
 
 # -- the job table ------------------------------------------------------------------------------------------
@@ -660,6 +750,7 @@ def read_sacct(path: Path | str, *, gpus_per_node: int = 8, skip_bad_lines: bool
         jobs=jobs,
         skipped_invalid=len(starts) - len(keep) + int((keys == PENDING_ARRAY).sum()),
         bad_lines=records.bad_lines,
+        skipped_lines=records.skipped_lines,
         epoch_s=epoch_s,
         header={
             "columns": ",".join(records.header),
