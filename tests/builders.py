@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import signal
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
@@ -500,3 +501,52 @@ def job_events(out: Path, *options: str) -> list[dict[str, Any]]:
     assert code == 0, err
     rows: list[dict[str, Any]] = json.loads(text)
     return rows
+
+
+# ---- results directories and signals (tests/report/test_results_dir.py, tests/results) ----------
+
+SMALL_TWO_DAYS = """\
+name: {name}
+seed: 2
+horizon: 2d
+cluster:
+  pools:
+    - {{name: h100, shape: BM.GPU.H100.8, nodes: 4}}
+teams:
+  - {{name: research}}
+workloads:
+  - name: training
+    kind: batch
+    team: research
+    arrival: {{rate: 12/day}}
+    size: {{"1x8": 80, "2x8": 20}}
+    duration: {{median: 2h}}
+"""
+
+
+def small_scenario(tmp_path: Path, name: str = "small") -> Path:
+    """A two-day scenario named ``name`` (about a second to compare), in ``tmp_path/NAME.yaml``."""
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(SMALL_TWO_DAYS.format(name=name))
+    return path
+
+
+def session_processes(session: int) -> list[int]:
+    """Processes of a session (the command and its workers), from /proc."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[3]) == session and fields[0] != "Z":  # field 6 of stat: the session id
+                found.append(int(entry.name))
+    return found
+
+
+def default_sigint() -> None:
+    """In the child before exec: Ctrl-C's default action. A pytest run in the background (``pytest &``)
+    ignores SIGINT, its children inherit that, and Python installs no KeyboardInterrupt handler for a
+    signal ignored at start-up, so the command would never see the Ctrl-C the test sends."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)

@@ -19,34 +19,10 @@ from gpuplan.errors import InputError, Interrupted
 from gpuplan.results import manifest
 from gpuplan.results.files import RESULT_FILES, atomic_write, write_text
 
-from builders import ROOT, gpuplan
+from builders import ROOT, default_sigint, gpuplan, session_processes
+from builders import small_scenario as small
 
 EXAMPLES = ROOT / "examples"
-
-SMALL = """\
-name: {name}
-seed: 2
-horizon: 2d
-cluster:
-  pools:
-    - {{name: h100, shape: BM.GPU.H100.8, nodes: 4}}
-teams:
-  - {{name: research}}
-workloads:
-  - name: training
-    kind: batch
-    team: research
-    arrival: {{rate: 12/day}}
-    size: {{"1x8": 80, "2x8": 20}}
-    duration: {{median: 2h}}
-"""
-
-
-def small(tmp_path: Path, name: str = "small") -> Path:
-    path = tmp_path / f"{name}.yaml"
-    path.write_text(SMALL.format(name=name))
-    return path
-
 
 # ---- atomic files -----------------------------------------------------------------------------
 
@@ -166,20 +142,6 @@ def test_ctrl_c_keeps_the_models_that_finished(tmp_path: Path, processes: int) -
     assert code in (0, 1) and f"no figures for {missing[0]}" in err
 
 
-def _session_processes(session: int) -> list[int]:
-    """Processes of a session (the command and its workers), from /proc."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if int(fields[3]) == session and fields[0] != "Z":  # field 6 of stat: the session id
-                found.append(int(entry.name))
-    return found
-
-
 LONG = """\
 name: long
 seed: 1
@@ -197,13 +159,6 @@ workloads:
     size: {"1x8": 50, "2x8": 30, "8x8": 20}
     duration: {median: 2h}
 """
-
-
-def _default_sigint() -> None:
-    """In the child before exec: Ctrl-C's default action. A pytest run in the background (``pytest &``)
-    ignores SIGINT, its children inherit that, and Python installs no KeyboardInterrupt handler for a
-    signal ignored at start-up, so the command would never see the Ctrl-C the test sends."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def _cpu_s(pid: int) -> float:
@@ -232,7 +187,7 @@ def _start_compare(tmp_path: Path) -> subprocess.Popen[bytes]:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         start_new_session=True,
-        preexec_fn=_default_sigint,
+        preexec_fn=default_sigint,
     )
 
 
@@ -241,14 +196,14 @@ def started(tmp_path: Path):  # type: ignore[no-untyped-def]
     """A compare in a session of its own; whatever the test does, nothing of it is left running."""
     process = _start_compare(tmp_path)
     yield process
-    for pid in _session_processes(process.pid):
+    for pid in session_processes(process.pid):
         os.kill(pid, signal.SIGKILL)
     process.communicate()
 
 
 def _wait_for_workers(process: subprocess.Popen[bytes], count: int) -> None:
     deadline = time.monotonic() + 60
-    while len(_session_processes(process.pid)) < 1 + count:
+    while len(session_processes(process.pid)) < 1 + count:
         assert process.poll() is None, process.communicate()
         assert time.monotonic() < deadline, "no workers started"
         time.sleep(0.05)
@@ -263,7 +218,7 @@ def test_killing_compare_leaves_no_gpuplan_process(tmp_path: Path, started: subp
     os.kill(process.pid, signal.SIGKILL)
     process.wait()
     deadline = time.monotonic() + 10
-    while (left := _session_processes(process.pid)) and time.monotonic() < deadline:
+    while (left := session_processes(process.pid)) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert left == [], f"workers outlived a killed compare: {left}"
     assert manifest.read_or_none(tmp_path / "out") is None  # the unfinished run is not a result
@@ -283,7 +238,7 @@ def test_ctrl_c_or_sigterm_of_compare_ends_cleanly(
     text = err.decode()
     assert process.returncode == 130
     assert "Traceback" not in text and text.strip().splitlines()[-1].startswith("interrupted")
-    assert _session_processes(process.pid) == []
+    assert session_processes(process.pid) == []
     written = manifest.read_or_none(tmp_path / "out")
     if "nothing was written" in text:
         assert written is None
@@ -302,7 +257,7 @@ def test_ctrl_c_stops_a_long_simulation_inside_the_engine(tmp_path: Path) -> Non
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         start_new_session=True,
-        preexec_fn=_default_sigint,
+        preexec_fn=default_sigint,
     )
     try:
         # reading and synthesis take well under a CPU second: past 3, the engine is running (it needs

@@ -25,31 +25,7 @@ from gpuplan.results import manifest, transaction
 from gpuplan.results.files import write_text
 from gpuplan.results.transaction import open_stage, recover
 
-from builders import gpuplan
-
-SCENARIO = """\
-name: {name}
-seed: 2
-horizon: 2d
-cluster:
-  pools:
-    - {{name: h100, shape: BM.GPU.H100.8, nodes: 4}}
-teams:
-  - {{name: research}}
-workloads:
-  - name: training
-    kind: batch
-    team: research
-    arrival: {{rate: 12/day}}
-    size: {{"1x8": 80, "2x8": 20}}
-    duration: {{median: 2h}}
-"""
-
-
-def scenario(tmp_path: Path, name: str) -> Path:
-    path = tmp_path / f"{name}.yaml"
-    path.write_text(SCENARIO.format(name=name))
-    return path
+from builders import default_sigint, gpuplan, session_processes, small_scenario
 
 
 def snapshot(out: Path) -> dict[str, str]:
@@ -148,7 +124,7 @@ def test_a_rerun_finishes_what_a_killed_run_left(tmp_path: Path) -> None:
 
 
 def test_unwritable_out_is_exit_2_naming_the_path(tmp_path: Path) -> None:
-    scenario_file = scenario(tmp_path, "small")
+    scenario_file = small_scenario(tmp_path, "small")
     a_file = tmp_path / "a-file"
     a_file.write_text("x")
     code, _, err = gpuplan("simulate", str(scenario_file), "--out", str(a_file), "-q")
@@ -167,11 +143,11 @@ def test_unwritable_out_is_exit_2_naming_the_path(tmp_path: Path) -> None:
 @pytest.mark.skipif(os.geteuid() == 0, reason="root writes into a read-only directory (see the mount test)")
 def test_a_read_only_out_is_exit_2_naming_it(tmp_path: Path) -> None:
     out = tmp_path / "out"
-    assert gpuplan("simulate", str(scenario(tmp_path, "small")), "--out", str(out), "-q")[0] == 0
+    assert gpuplan("simulate", str(small_scenario(tmp_path, "small")), "--out", str(out), "-q")[0] == 0
     before = snapshot(out)
     out.chmod(0o555)
     try:
-        code, _, err = gpuplan("simulate", str(scenario(tmp_path, "small")), "--out", str(out), "-q")
+        code, _, err = gpuplan("simulate", str(small_scenario(tmp_path, "small")), "--out", str(out), "-q")
         assert code == 2 and f"{out}: --out: is not writable" in err
         code, _, err = gpuplan("report", str(out))
         assert code == 2 and f"{out}: --out: is not writable" in err and "Traceback" not in err
@@ -199,13 +175,13 @@ def test_a_full_disk_leaves_the_previous_result(tmp_path: Path, small_disk: Path
     """A real full disk (tmpfs): the run fails with exit 2 naming the file it could not write; the
     previous result stands, whole; nothing of the failed run is left."""
     out = small_disk / "out"
-    assert gpuplan("simulate", str(scenario(tmp_path, "small")), "--out", str(out), "-q")[0] == 0
+    assert gpuplan("simulate", str(small_scenario(tmp_path, "small")), "--out", str(out), "-q")[0] == 0
     before = snapshot(out)
     (small_disk / "filler").write_bytes(
         b"\0" * (600 * 1024 - 2 * sum(p.stat().st_size for p in out.iterdir()))
     )
     code, _, err = gpuplan(
-        "recommend", str(scenario(tmp_path, "small")), "--out", str(out), "--processes", "1", "-q"
+        "recommend", str(small_scenario(tmp_path, "small")), "--out", str(out), "--processes", "1", "-q"
     )
     assert code == 2 and "No space left on device" in err and "Traceback" not in err
     assert snapshot(out) == before and leftovers(out) == []
@@ -214,10 +190,10 @@ def test_a_full_disk_leaves_the_previous_result(tmp_path: Path, small_disk: Path
 
 def test_a_read_only_file_system_is_exit_2(tmp_path: Path, small_disk: Path) -> None:
     out = small_disk / "out"
-    assert gpuplan("simulate", str(scenario(tmp_path, "small")), "--out", str(out), "-q")[0] == 0
+    assert gpuplan("simulate", str(small_scenario(tmp_path, "small")), "--out", str(out), "-q")[0] == 0
     before = snapshot(out)
     assert _mount("-o", "remount,ro", str(small_disk))
-    code, _, err = gpuplan("simulate", str(scenario(tmp_path, "small")), "--out", str(out), "-q")
+    code, _, err = gpuplan("simulate", str(small_scenario(tmp_path, "small")), "--out", str(out), "-q")
     assert code == 2 and "--out" in err and "Traceback" not in err
     code, _, err = gpuplan("report", str(out))
     assert code == 2 and "--out" in err and "Traceback" not in err
@@ -232,7 +208,7 @@ def test_a_write_failing_midway_leaves_the_previous_result(
 
     out = tmp_path / "out"
     assert gpuplan(
-        "recommend", str(scenario(tmp_path, "alpha")), "--out", str(out), "--processes", "1", "-q"
+        "recommend", str(small_scenario(tmp_path, "alpha")), "--out", str(out), "--processes", "1", "-q"
     )[0] in (
         0,
         1,
@@ -249,38 +225,21 @@ def test_a_write_failing_midway_leaves_the_previous_result(
 
     monkeypatch.setattr(pq, "write_table", full_disk_at_the_second)
     code, _, err = gpuplan(
-        "compare", str(scenario(tmp_path, "beta")), "--out", str(out), "--processes", "1", "-q"
+        "compare", str(small_scenario(tmp_path, "beta")), "--out", str(out), "--processes", "1", "-q"
     )
     assert code == 2 and "No space left on device" in err
     assert snapshot(out) == before and leftovers(out) == []
     monkeypatch.setattr(pq, "write_table", real)
     assert (
-        gpuplan("compare", str(scenario(tmp_path, "beta")), "--out", str(out), "--processes", "1", "-q")[0]
+        gpuplan(
+            "compare", str(small_scenario(tmp_path, "beta")), "--out", str(out), "--processes", "1", "-q"
+        )[0]
         == 0
     )
     assert assert_complete(out).run.scenario == "beta" and leftovers(out) == []
 
 
 # ---- signals at each phase, to the real command -----------------------------------------------------
-
-
-def _session_processes(session: int) -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if int(fields[3]) == session and fields[0] != "Z":
-                found.append(int(entry.name))
-    return found
-
-
-def _default_sigint() -> None:
-    signal.signal(
-        signal.SIGINT, signal.SIG_DFL
-    )  # (a backgrounded pytest ignores SIGINT: see test_results_dir)
 
 
 FAST = ("--seeds", "1", "--processes", "2", "-q")
@@ -304,17 +263,26 @@ def test_a_signal_at_any_phase_leaves_one_whole_result(
     tmp_path: Path, command: str, phase: str, signum: signal.Signals
 ) -> None:
     out = tmp_path / "out"
-    assert gpuplan("simulate", str(scenario(tmp_path, "previous")), "--out", str(out), "-q")[0] == 0
+    assert gpuplan("simulate", str(small_scenario(tmp_path, "previous")), "--out", str(out), "-q")[0] == 0
     before = snapshot(out)
     pause = tmp_path / "paused"
     env = {**os.environ, transaction.PAUSE_AT: phase, transaction.PAUSE_FILE: str(pause)}
     process = subprocess.Popen(
-        [sys.executable, "-m", "gpuplan", command, str(scenario(tmp_path, "next")), "--out", str(out), *FAST],
+        [
+            sys.executable,
+            "-m",
+            "gpuplan",
+            command,
+            str(small_scenario(tmp_path, "next")),
+            "--out",
+            str(out),
+            *FAST,
+        ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         env=env,
         start_new_session=True,
-        preexec_fn=_default_sigint,
+        preexec_fn=default_sigint,
     )
     try:
         deadline = time.monotonic() + 120
@@ -332,7 +300,7 @@ def test_a_signal_at_any_phase_leaves_one_whole_result(
         assert "Traceback" not in text, text
         assert process.returncode == (-signal.SIGKILL if signum == signal.SIGKILL else 130), text
         deadline = time.monotonic() + 10
-        while (left := _session_processes(process.pid)) and time.monotonic() < deadline:
+        while (left := session_processes(process.pid)) and time.monotonic() < deadline:
             time.sleep(0.05)
         assert left == [], f"processes outlived the command: {left}"
         written = assert_complete(out)
@@ -345,7 +313,7 @@ def test_a_signal_at_any_phase_leaves_one_whole_result(
             assert snapshot(out) == before
             assert signum == signal.SIGKILL or "nothing was written" in text, text
         # a rerun cleans up whatever the stopped run left
-        assert gpuplan("simulate", str(scenario(tmp_path, "rerun")), "--out", str(out), "-q")[0] == 0
+        assert gpuplan("simulate", str(small_scenario(tmp_path, "rerun")), "--out", str(out), "-q")[0] == 0
         assert leftovers(out) == [] and assert_complete(out).run.scenario == "rerun"
     finally:
         if process.poll() is None:

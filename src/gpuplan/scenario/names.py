@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Callable
 from typing import Annotated, Any
 
 from pydantic import BeforeValidator
@@ -51,21 +52,22 @@ def name_problem(name: str) -> str | None:
     return f"contains {character(bad)}: {RULE}"
 
 
-def _checked(value: Any) -> Any:
-    """``value`` if it is a name (or not text at all: the ``str`` check then says so). It is checked
-    before pydantic's own constraints, as a field's ``pattern`` message would name no character."""
-    if isinstance(value, str):
-        problem = name_problem(value)
-        if problem is not None:
+def _checked_by(problem_of: Callable[[str], str | None]) -> BeforeValidator:
+    """A field validator refusing text ``problem_of`` finds a problem in (anything but text goes
+    on to the ``str`` check, which says so). It runs before pydantic's own constraints, as a field's
+    ``pattern`` message would name no character."""
+
+    def check(value: Any) -> Any:
+        if isinstance(value, str) and (problem := problem_of(value)) is not None:
             # the name as an escaped repr (``'nl\\u200bp'``): the character itself must not reach the
             # terminal, where it would be invisible or turn the line around
             raise PydanticCustomError(
                 "name", "{name} {problem}", {"name": shown_value(value), "problem": problem}
             )
-    return value
+        return value
 
+    return BeforeValidator(check)
 
-Name = Annotated[str, BeforeValidator(_checked)]
 
 # Unicode categories no name shown to a reader may hold: control (Cc), format (Cf: the zero-width and
 # bidirectional controls), line and paragraph separators (Zl, Zp)
@@ -81,16 +83,7 @@ def display_problem(text: str) -> str | None:
     return None
 
 
-def _display_checked(value: Any) -> Any:
-    if isinstance(value, str):
-        problem = display_problem(value)
-        if problem is not None:
-            raise PydanticCustomError(
-                "name", "{name} {problem}", {"name": shown_value(value), "problem": problem}
-            )
-    return value
-
-
-DisplayName = Annotated[str, BeforeValidator(_display_checked)]
+Name = Annotated[str, _checked_by(name_problem)]
+DisplayName = Annotated[str, _checked_by(display_problem)]
 
 __all__ = ["INVISIBLE", "NAME", "RULE", "DisplayName", "Name", "character", "display_problem", "name_problem"]

@@ -79,6 +79,21 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MICROSECOND = timedelta(microseconds=1)
 
 
+class MisshapenRows:
+    """pyarrow's ``invalid_row_handler`` for a block read in one thread: notes each row of another
+    number of columns (``rows``: 0-based among the block's non-empty lines) and skips it, so that
+    only those rows are read again one by one."""
+
+    def __init__(self) -> None:
+        self.rows: list[int] = []
+
+    def __call__(self, row: Any) -> str:
+        if row.number is None:  # known when pyarrow reads in one thread
+            return "error"
+        self.rows.append(row.number - 1)
+        return "skip"
+
+
 @dataclass(frozen=True)
 class Column:
     """A CSV column a reader uses, by its header name."""
@@ -375,13 +390,8 @@ class _CsvReader:
             empty = {column.name: self._empty(column) for _, column in self.columns}
             return _Chunk(lines, np.zeros(0, dtype=np.int64), empty)
         names = [f"f{i}" for i in range(len(self.header))]
-        misshapen: list[int] = []  # rows of another number of columns (0-based, among the non-empty lines)
-
-        def skip_misshapen(row: Any) -> str:
-            if row.number is None:  # known when pyarrow reads in one thread
-                return "error"
-            misshapen.append(row.number - 1)
-            return "skip"
+        skip_misshapen = MisshapenRows()
+        misshapen = skip_misshapen.rows
 
         values: dict[str, Any] = {}
         try:

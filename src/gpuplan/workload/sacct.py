@@ -52,6 +52,7 @@ import numpy.typing as npt
 
 from gpuplan.errors import InputError
 from gpuplan.workload.csvcolumns import (
+    MisshapenRows,
     NamedColumns,
     check_gpus_per_node,
     is_utf8,
@@ -409,13 +410,8 @@ class _SacctReader:
             return self._chunk(lines, np.zeros(0, np.int64), {})
         names = [f"f{i}" for i in range(len(self.header))]
         wanted = [names[i] for i, _ in self.columns]
-        misshapen: list[int] = []  # lines of another number of columns (0-based, among the non-empty ones)
-
-        def skip_misshapen(row: Any) -> str:
-            if row.number is None:  # known when pyarrow reads in one thread
-                return "error"
-            misshapen.append(row.number - 1)
-            return "skip"
+        skip_misshapen = MisshapenRows()
+        misshapen = skip_misshapen.rows
 
         try:
             table = pacsv.read_csv(
