@@ -108,12 +108,13 @@ def recover(out: Path) -> None:
     backwards (the old copy back in place, when OUT is missing), stages and old copies of processes
     that are gone are removed, and so are temporary files (``.NAME.PID.tmp``) in OUT."""
     out = _resolved(out)
-    left = sorted(_left_behind(out), key=lambda item: item[2])
+    left = list(_left_behind(out))
     if not out.exists():
         olds = [path for path, kind, pid in left if kind == OLD and not _alive(pid)]
         if olds:
-            olds[-1].rename(out)
-            left = [item for item in left if item[0] != olds[-1]]
+            newest = max(olds, key=lambda path: path.stat().st_mtime_ns)  # the last result in place
+            newest.rename(out)
+            left = [item for item in left if item[0] != newest]
     for path, _kind, pid in left:
         if not _alive(pid):
             _remove(path)
