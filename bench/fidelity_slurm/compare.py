@@ -121,6 +121,22 @@ def controller_start(meta: dict, offset_s: float) -> int:
     return round(cycles[0] - int(meta["bf_interval"]) - offset_s) if cycles else 0
 
 
+def reservation_as_created(run_dir: Path, meta: dict) -> dict:
+    """replay.json's maintenance reservation with the window slurmctld created (its log's "Created
+    reservation=gp_maint ... start=... end=..." line): scontrol counts Duration in whole minutes,
+    rounding seconds up (parse_time.c:time_str2mins), so `--reservation 2:30:90` held its nodes
+    120 s. Without the line (no log), the window replay.py asked for."""
+    asked = meta["reservation"]
+    t0 = int(meta["t0"])
+    pattern = re.compile(r"Created reservation=gp_maint .* start=(\S+) end=(\S+)")
+    for _, line in reference._log_lines(run_dir / "slurmctld.log", t0):
+        if m := pattern.search(line):
+            start, end = (datetime.strptime(v, "%Y-%m-%dT%H:%M:%S").timestamp() - t0 for v in m.groups())
+            created = {"start_s": start, "duration_s": end - start}
+            return {**asked, **created, "asked_duration_s": asked["duration_s"]}
+    return asked
+
+
 def scenario_text(meta: dict, jobs: list[workload.Job], with_partitions: bool, offset_s: float) -> str:
     """A scenario that replays trace.swf under the replay's slurm.conf settings and clocks: its start
     is the first submission's Unix time (Slurm rounds on the epoch clock), slurmctld's start."""
@@ -800,6 +816,8 @@ def main() -> int:
         if not (run_dir / name).exists():
             raise SystemExit(f"{run_dir / name} missing: run replay.py first")
     meta = json.loads((run_dir / "replay.json").read_text())
+    if meta.get("reservation"):
+        meta["reservation"] = reservation_as_created(run_dir, meta)
     if meta.get("config") in SHARED_CONFIGS:
         return compare_shared(args, run_dir, meta)
     jobs = {j.job: j for j in workload.read_csv(run_dir / "trace.csv")}

@@ -3,6 +3,7 @@ job may cross, a team's reserved nodes, repeats; every scheduling mode respects 
 
 from __future__ import annotations
 
+from dataclasses import replace
 from functools import partial
 
 import numpy as np
@@ -11,7 +12,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gpuplan.errors import InputError
+from gpuplan.scenario.model import SlurmSection
 from gpuplan.sim.slurm.reservations import Reservation
+from gpuplan.sim.slurm.settings import from_scenario
 
 from builders import MAIN_EVERY_SECOND, expand_hosts, run_slurm, start_times, workload
 
@@ -149,3 +152,28 @@ def test_a_backfill_plan_may_lie_on_nodes_a_reservation_takes_later() -> None:
     result = run(jobs, 2, reservations=(MAINTENANCE,), backfill="slurm", **MAIN_EVERY_SECOND)
     assert start_times(result) == {1: 0.0, 2: 150.0, 3: 80.0}
     assert result.node_lists().to_pylist() == ["node0", "node[0-1]", "node0"]
+
+
+@pytest.mark.parametrize(
+    ("written", "asked_s", "held_s"), [("90s", 90.0, 120.0), ("2m", 120.0, 120.0), ("121s", 121.0, 180.0)]
+)
+def test_a_reservation_lasts_whole_minutes_as_scontrol_keeps_it(
+    written: str, asked_s: float, held_s: float
+) -> None:
+    """scontrol create reservation reads Duration with parse_time.c:time_str2mins, which rounds
+    seconds up to a whole minute: Duration=00:01:30 holds the nodes two minutes (a replay's
+    slurmctld log: "Created reservation=gp_maint ... start=20:54:30 end=20:56:30")."""
+    spec = SlurmSection.model_validate(
+        {
+            "reservations": [
+                {"name": "maint", "pool": "batch", "nodes": 1, "start": "100s", "duration": written}
+            ]
+        }
+    )
+    (reservation,) = from_scenario(spec).reservations
+    assert reservation.duration_s == held_s
+    # a 2-node job that comes when the window would end as written waits for its whole minute
+    jobs = workload().job(submit=100 + asked_s, run=30, limit=30, nodes=2)
+    window = replace(MAINTENANCE, duration_s=reservation.duration_s)
+    starts = start_times(run(jobs, 2, reservations=(window,), backfill="slurm", **MAIN_EVERY_SECOND))
+    assert starts == {1: 100.0 + held_s}

@@ -568,7 +568,7 @@ class ReservationSpec(Section):
     pool: str
     nodes: StrictInt = Field(ge=1, le=MAX_NODES, description="NodeCnt")
     start: Duration = Field(description="StartTime, from the scenario's start")
-    duration: Duration = Field(gt=0, description="Duration")
+    duration: Duration = Field(gt=0, description="Duration (Slurm keeps whole minutes: seconds round up)")
     accounts: list[str] = Field(default_factory=list, description="Accounts (teams); none: maintenance")
     repeat: Duration | None = Field(None, gt=0, description="again every: 1d (Flags=DAILY), 7d (WEEKLY)")
 

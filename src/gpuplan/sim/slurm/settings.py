@@ -174,6 +174,13 @@ class SlurmSettings:
         return echoed
 
 
+def whole_minutes(duration_s: float) -> float:
+    """A reservation's Duration as Slurm keeps it: whole minutes, seconds rounded up
+    (parse_time.c:time_str2mins, which scontrol create reservation reads Duration with): 90 s holds
+    the nodes 120 s."""
+    return math.ceil(duration_s / 60.0) * 60.0
+
+
 def from_scenario(spec: SlurmSection) -> SlurmSettings:
     """The Slurm model's settings from a scenario's ``models.slurm`` (seconds where the scenario
     gives durations with units; the names slurm.conf and sacctmgr use)."""
@@ -253,7 +260,9 @@ def from_scenario(spec: SlurmSection) -> SlurmSettings:
         if spec.topology is None
         else Topology(spec.topology.plugin, spec.topology.nodes_per_block, spec.topology.require),
         reservations=tuple(
-            Reservation(r.name, r.pool, r.nodes, r.start, r.duration, tuple(r.accounts), r.repeat)
+            Reservation(
+                r.name, r.pool, r.nodes, r.start, whole_minutes(r.duration), tuple(r.accounts), r.repeat
+            )
             for r in spec.reservations
         ),
         preempt_type=spec.preempt_type,
