@@ -29,11 +29,12 @@ import re
 import shutil
 import time
 from collections.abc import Collection, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from gpuplan.atomic import TEMPORARY, running
 from gpuplan.errors import InputError, Interrupted
+from gpuplan.results.manifest import read_or_none
 
 NEW, OLD = "new", "old"
 # every name a gpuplan command writes in OUT: the previous run's own files are never carried over
@@ -166,7 +167,6 @@ class Stage:
     out: Path  # as the user named it
     dir: Path
     target: Path  # OUT, resolved
-    keep: frozenset[str] = field(default_factory=frozenset)
 
     def final(self, paths: Iterable[Path]) -> list[Path]:
         """``paths`` written in the stage, as they are named once the result is in place."""
@@ -228,8 +228,6 @@ def _carry_over(stage: Stage, previous_files: Collection[str]) -> None:
 
 
 def _commit(stage: Stage) -> None:
-    from gpuplan.results.manifest import read_or_none
-
     previous = read_or_none(stage.target) if stage.target.is_dir() else None
     _carry_over(stage, previous.files if previous is not None else ())
     _fsync_directory(stage.dir)
@@ -242,7 +240,6 @@ def _commit(stage: Stage) -> None:
         old = _name(stage.target, OLD, os.getpid())
         stage.target.rename(old)
         try:
-            checkpoint("swap")
             stage.dir.rename(stage.target)
         except BaseException:
             old.rename(stage.target)  # (SIGKILL here is completed by the next run: ``recover``)
@@ -261,7 +258,7 @@ def open_stage(out: Path, keep: Collection[str] = ()) -> Iterator[Stage]:
     target = _resolved(out)
     _check(target, out)
     recover(target)
-    stage = Stage(out, _name(target, NEW, os.getpid()), target, frozenset(keep))
+    stage = Stage(out, _name(target, NEW, os.getpid()), target)
     _remove(stage.dir)
     try:
         stage.dir.mkdir()
