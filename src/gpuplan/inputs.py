@@ -11,7 +11,7 @@ from gpuplan.errors import InputError
 from gpuplan.sim.cluster import UNKNOWN, Pool
 from gpuplan.workload.pods import NodeList, PodRequests, PodTrace, node_list_beside
 from gpuplan.workload.readers import default_gpus_per_node, detect_format, read_trace
-from gpuplan.workload.trace import Trace, no_jobs
+from gpuplan.workload.trace import Trace, bad_lines_sentence, invalid_jobs_sentence, no_jobs
 from gpuplan.workload.workload import Workload
 
 # The scenario's modules (its pydantic models, synthesis) and the node list's reader are imported
@@ -205,7 +205,7 @@ def load_input(path: Path, options: InputOptions | None = None) -> Input:
         info["node_list"] = str(node_list_path)
     warnings = []
     if trace.skipped_invalid:
-        warnings.append(f"{trace.skipped_invalid} job(s) with no run time or no GPUs were skipped")
+        warnings.append(invalid_jobs_sentence(trace))
     if trace.bad_lines:
         warnings.append(skipped_lines_warning(trace))
     return Input(workload, pools, info, trace=trace, warnings=warnings, node_list=node_list)
@@ -226,9 +226,7 @@ def skipped_lines_warning(trace: Trace) -> str:
     listed = trace.skipped_lines
     which = "" if len(listed) == trace.bad_lines else f"; the first {len(listed)}"
     lines = [str(InputError(s.why, path=trace.path, line=s.line, field=s.field)) for s in listed]
-    return f"{trace.bad_lines:,} malformed line(s) were skipped (--skip-bad-lines){which}:" + "".join(
-        f"\n  {line}" for line in lines
-    )
+    return f"{bad_lines_sentence(trace)}{which}:" + "".join(f"\n  {line}" for line in lines)
 
 
 def draws_at_random(loaded: Input) -> bool:

@@ -64,6 +64,16 @@ class Trace:
     skipped_lines: tuple[SkippedLine, ...] = ()
 
 
+def bad_lines_sentence(trace: Trace) -> str:
+    """What --skip-bad-lines dropped, as the warning and the refusal of a trace left empty say it."""
+    return f"{trace.bad_lines:,} malformed line(s) were skipped (--skip-bad-lines)"
+
+
+def invalid_jobs_sentence(trace: Trace) -> str:
+    """The jobs dropped as unrunnable, as the warning and the refusal of a trace left empty say it."""
+    return f"{trace.skipped_invalid:,} job(s) with no run time or no GPUs were skipped"
+
+
 def no_jobs(trace: Trace) -> InputError:
     """The refusal of a trace without a job to simulate, saying what was dropped: a file of header
     or comment lines only reads as an empty one does, and so does a file whose every line was skipped.
@@ -73,9 +83,9 @@ def no_jobs(trace: Trace) -> InputError:
     lines, which only a refused trace costs."""
     dropped = []
     if trace.bad_lines:
-        dropped.append(f"{trace.bad_lines:,} malformed line(s) were skipped (--skip-bad-lines)")
+        dropped.append(bad_lines_sentence(trace))
     if trace.skipped_invalid:
-        dropped.append(f"{trace.skipped_invalid:,} job(s) with no run time or no GPUs were skipped")
+        dropped.append(invalid_jobs_sentence(trace))
     why = "; ".join(dropped) or "it has no job lines"
     with open_source(trace.path) as source:
         while source.read(STEP_BYTES):

@@ -941,6 +941,8 @@ void gp_backfill_map_cycle(Sim *sim, BackfillMap *bf, double now) {
              * and the first try past the short record is at the end of the first such record
              * from the short one on. The tries in between count (MAX_TRIES), and the last of them
              * ends the job's search if that record lies beyond its window. */
+            /* (not with advance reservations: a reservation's end is a try of its own, find_resv_end
+             * below, which the shortcut's next try at a map boundary would pass over) */
             int32_t short_k = bf->full_tries || sim->reservations ? first - 1 : beyond - 1;
             while (short_k >= first && bf->map_count[short_k] >= need) short_k--;
             if (short_k >= first) {
